@@ -1,0 +1,76 @@
+# syntax=docker/dockerfile:1
+#
+# referee: event-sourced dominoes referee.
+#
+#   docker build -t referee:dev .
+#   docker run --rm referee:dev --help
+#
+# Two stages: `builder` resolves the dependencies from uv.lock (frozen, no dev
+# group) into /app/.venv; the final stage copies only that venv and the
+# sources, runs as an unprivileged user and has no compiler, pip cache or uv.
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# ---------------------------------------------------------------- builder ---
+FROM ${PYTHON_IMAGE} AS builder
+
+# uv comes from PyPI (pinned), so the build needs only the package registry.
+ARG UV_VERSION=0.13.9
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    UV_COMPILE_BYTECODE=1 \
+    UV_LINK_MODE=copy \
+    UV_NO_CACHE=1 \
+    UV_PYTHON_DOWNLOADS=never \
+    UV_PYTHON=/usr/local/bin/python3.11 \
+    UV_PROJECT_ENVIRONMENT=/app/.venv
+
+RUN pip install --no-cache-dir "uv==${UV_VERSION}"
+
+WORKDIR /app
+
+# 1) third-party dependencies only: this layer is reused while the lock is unchanged
+COPY pyproject.toml uv.lock README.md ./
+RUN uv sync --frozen --no-dev --no-install-project
+
+# 2) the project itself (installed into the same venv, same path as at run time)
+COPY referee ./referee
+COPY migrations ./migrations
+COPY schemas ./schemas
+RUN uv sync --frozen --no-dev
+
+# ------------------------------------------------------------------ final ---
+FROM ${PYTHON_IMAGE} AS runtime
+
+LABEL org.opencontainers.image.title="referee" \
+      org.opencontainers.image.description="Event-sourced dominoes referee (Kafka consumer)" \
+      org.opencontainers.image.licenses="MIT"
+
+# Unprivileged user with a fixed numeric id (the Helm chart's securityContext
+# uses the same ids: runAsUser/runAsGroup/fsGroup 10001).
+# /data belongs to that user so a named volume mounted there (compose's demo
+# profile) is writable by it.
+RUN groupadd --system --gid 10001 referee \
+ && useradd --system --uid 10001 --gid referee --home-dir /app --no-create-home \
+        --shell /usr/sbin/nologin referee \
+ && install -d -o 10001 -g 10001 -m 0755 /data
+
+ENV PATH="/app/.venv/bin:${PATH}" \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    REFEREE_HTTP_HOST=0.0.0.0 \
+    REFEREE_HTTP_PORT=8080 \
+    REFEREE_DATA_DIR=/tmp/referee
+
+WORKDIR /app
+COPY --from=builder --chown=root:root /app /app
+
+USER 10001:10001
+EXPOSE 8080
+
+# No curl in slim: a stdlib one-liner. Honours REFEREE_HTTP_PORT.
+HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
+    CMD ["python", "-c", "import os,urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('REFEREE_HTTP_PORT', '8080'), timeout=2); sys.exit(0)"]
+
+ENTRYPOINT ["referee"]
+CMD ["serve"]

@@ -1,0 +1,121 @@
+"""The state of a game and of the round in play, as immutable values."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from referee.domain.events import End
+from referee.domain.rules import Rules
+from referee.domain.tiles import Tile, pip_count, shows
+
+
+@dataclass(frozen=True, slots=True)
+class RoundState:
+    """The round in play: hands by seat, boneyard, open ends, whose turn, the block chain."""
+
+    number: int
+    hands: tuple[frozenset[Tile], ...]
+    boneyard: frozenset[Tile]
+    left: int | None
+    """The value shown at the left end; ``None`` while the layout is empty."""
+    right: int | None
+    turn: int
+    """The seat whose turn it is."""
+    drew: bool
+    """Whether the player whose turn it is has drawn during this turn."""
+    chain: tuple[int, ...]
+    """Seats that made consecutive legitimate passes with the boneyard empty, proposer first."""
+    ended: bool = False
+
+    @property
+    def layout_empty(self) -> bool:
+        """Checks if no tile has been played yet this round."""
+        return self.left is None
+
+    def end_value(self, end: End) -> int | None:
+        """Returns the value an end shows (``None`` on an empty layout)."""
+        return self.left if end is End.LEFT else self.right
+
+    def can_play(self, seat: int) -> bool:
+        """Checks if the player in ``seat`` holds a tile that matches an open end."""
+        return hand_can_play(self.hands[seat], self.left, self.right)
+
+    def legal_plays(self, seat: int) -> list[tuple[Tile, End | None]]:
+        """Returns every (tile, end) the player in ``seat`` could play now."""
+        hand = sorted(self.hands[seat])
+        if self.left is None or self.right is None:
+            return [(t, None) for t in hand]
+        plays: list[tuple[Tile, End | None]] = []
+        for t in hand:
+            if shows(t, self.left):
+                plays.append((t, End.LEFT))
+            if shows(t, self.right):
+                plays.append((t, End.RIGHT))
+        return plays
+
+    def nobody_can_play(self) -> bool:
+        """Checks condition 1 of a block: no hand matches an open end."""
+        return not any(hand_can_play(h, self.left, self.right) for h in self.hands)
+
+    def is_blocked(self) -> bool:
+        """Checks both conditions of a block: nobody can play and the boneyard is empty."""
+        return not self.boneyard and self.nobody_can_play()
+
+    def pip_counts(self, double_blank: int) -> tuple[int, ...]:
+        """Returns each seat's pip count."""
+        return tuple(pip_count(h, double_blank) for h in self.hands)
+
+
+def hand_can_play(hand: Iterable[Tile], left: int | None, right: int | None) -> bool:
+    """Checks if some tile of ``hand`` shows ``left`` or ``right`` (any tile on an empty layout)."""
+    if left is None:
+        return any(True for _ in hand)
+    # Plain comparisons: this is the hottest loop of the referee.
+    for a, b in hand:  # noqa: SIM110
+        if a == left or a == right or b == left or b == right:  # noqa: PLR1714, SIM109
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class GameState:
+    """A game: who sits where, its rules, cumulative scores, the current round, the winner."""
+
+    players: tuple[str, ...]
+    rules: Rules
+    seats: Mapping[str, int]
+    scores: tuple[int, ...]
+    round: RoundState | None = None
+    winner: str | None = None
+
+    @property
+    def is_over(self) -> bool:
+        """Checks if the game has been won."""
+        return self.winner is not None
+
+    def by_player(self, values: Iterable[int]) -> dict[str, int]:
+        """Returns per-seat values keyed by player, in seating order."""
+        return dict(zip(self.players, values, strict=True))
+
+    def with_round(self, rnd: RoundState) -> GameState:
+        """Returns this game with ``rnd`` as its current round."""
+        return GameState(self.players, self.rules, self.seats, self.scores, rnd, self.winner)
+
+    def with_scores(self, scores: tuple[int, ...], rnd: RoundState | None) -> GameState:
+        """Returns this game with new cumulative scores and round."""
+        return GameState(self.players, self.rules, self.seats, scores, rnd, self.winner)
+
+    def next_seat(self, seat: int) -> int:
+        """Returns the seat clockwise after ``seat``."""
+        return (seat + 1) % len(self.players)
+
+
+def new_game(players: tuple[str, ...], rules: Rules) -> GameState:
+    """Returns the state of a game that has just started."""
+    return GameState(
+        players=players,
+        rules=rules,
+        seats={p: i for i, p in enumerate(players)},
+        scores=(0,) * len(players),
+    )
