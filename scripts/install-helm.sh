@@ -11,12 +11,18 @@
 set -euo pipefail
 
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
+# Kubernetes minor version Helm reports by default (.Capabilities.KubeVersion,
+# lint's deprecation checks). Helm's Makefile derives it from the client-go it
+# is built with (v3.22.0 -> k8s.io/client-go v0.37.0 -> 1.37); a plain
+# `go install` would leave Helm's fallback of 1.20.
+HELM_K8S_MINOR="${HELM_K8S_MINOR:-37}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE_DIR="${HELM_CACHE_DIR:-$ROOT/.cache/helm}"
 HELM="$CACHE_DIR/helm"
 STAMP="$CACHE_DIR/.version"
 
-if [[ -x "$HELM" && -f "$STAMP" && "$(cat "$STAMP")" == "$HELM_VERSION" ]]; then
+WANT="$HELM_VERSION k8s=1.$HELM_K8S_MINOR"
+if [[ -x "$HELM" && -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
     echo "helm $HELM_VERSION already built: $HELM" >&2
     echo "$HELM"
     exit 0
@@ -34,13 +40,15 @@ fi
 mkdir -p "$CACHE_DIR"
 echo "building helm $HELM_VERSION with $(go version) into $CACHE_DIR ..." >&2
 start=$(date +%s)
-# CGO off: a static binary, no C toolchain needed. The version string is
-# injected the same way Helm's own Makefile does, so `helm version` is honest.
-CGO_ENABLED=0 GOBIN="$CACHE_DIR" GOFLAGS="${GOFLAGS:-} -mod=mod" \
-    go install \
-    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
-    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+# CGO off: a static binary, no C toolchain needed. The version strings are
+# injected the same way Helm's own Makefile does.
+ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$HELM_K8S_MINOR"
+done
+CGO_ENABLED=0 GOBIN="$CACHE_DIR" \
+    go install -ldflags "$ldflags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 end=$(date +%s)
-echo "$HELM_VERSION" > "$STAMP"
+echo "$WANT" > "$STAMP"
 echo "helm $HELM_VERSION built in $((end - start))s: $("$HELM" version --short)" >&2
 echo "$HELM"

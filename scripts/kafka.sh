@@ -119,6 +119,10 @@ transaction.state.log.num.partitions=4
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+# After a crash (kill -9) the controller refuses the new incarnation until the old
+# broker session expires: keep that short so a crashed broker restarts in seconds.
+broker.session.timeout.ms=3000
+broker.heartbeat.interval.ms=500
 auto.create.topics.enable=$AUTO_CREATE
 delete.topic.enable=true
 log.retention.hours=24

@@ -86,7 +86,7 @@ class Rules:
     tie: TiePolicy = TiePolicy.NO_WINNER
     rounding: Rounding = Rounding.NONE
     double_blank: int = 0
-    foul_penalty: Mapping[FoulKind, int] = field(default=NO_PENALTIES)
+    foul_penalty: Mapping[FoulKind, int] = field(default_factory=lambda: NO_PENALTIES)
     target_score: int | None = None
 
     def penalty(self, foul: FoulKind) -> int:

@@ -1,0 +1,201 @@
+{{/* Chart name, truncated to the 63 characters a DNS label allows. */}}
+{{- define "referee.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fully qualified app name. */}}
+{{- define "referee.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "referee.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "referee.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "referee.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "referee.labels" -}}
+helm.sh/chart: {{ include "referee.chart" . }}
+{{ include "referee.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: referee
+{{- end }}
+
+{{- define "referee.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "referee.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "referee.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end -}}
+{{- end }}
+
+{{/* Name of the Secret holding REFEREE_DATABASE_URL and the SASL credentials. */}}
+{{- define "referee.secretName" -}}
+{{- default (include "referee.fullname" .) .Values.existingSecret.name }}
+{{- end }}
+
+{{- define "referee.saslEnabled" -}}
+{{- if has .Values.kafka.securityProtocol (list "SASL_PLAINTEXT" "SASL_SSL") }}true{{ end }}
+{{- end }}
+
+{{- define "referee.tlsEnabled" -}}
+{{- if has .Values.kafka.securityProtocol (list "SSL" "SASL_SSL") }}true{{ end }}
+{{- end }}
+
+{{- define "referee.caFile" -}}
+/etc/referee/kafka-ca/{{ .Values.kafka.ssl.caKey }}
+{{- end }}
+
+{{/*
+Checks of the values; included by every template so that a bad value fails
+`helm template`, `helm lint` and `helm install` alike.
+*/}}
+{{- define "referee.validate" -}}
+{{- $p := int .Values.kafka.partitions -}}
+{{- if lt $p 1 -}}
+{{- fail "kafka.partitions must be >= 1 (the partition count of the input topic)" -}}
+{{- end -}}
+{{- if and .Values.autoscaling.enabled .Values.keda.enabled -}}
+{{- fail "autoscaling.enabled and keda.enabled are mutually exclusive (KEDA manages its own HPA)" -}}
+{{- end -}}
+{{- if gt (int .Values.replicaCount) $p -}}
+{{- fail (printf "replicaCount (%d) exceeds kafka.partitions (%d): the extra consumers would sit idle" (int .Values.replicaCount) $p) -}}
+{{- end -}}
+{{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.maxReplicas) $p) -}}
+{{- fail (printf "autoscaling.maxReplicas (%d) exceeds kafka.partitions (%d)" (int .Values.autoscaling.maxReplicas) $p) -}}
+{{- end -}}
+{{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) -}}
+{{- fail "autoscaling.minReplicas exceeds autoscaling.maxReplicas" -}}
+{{- end -}}
+{{- if and .Values.keda.enabled (gt (int .Values.keda.maxReplicaCount) $p) -}}
+{{- fail (printf "keda.maxReplicaCount (%d) exceeds kafka.partitions (%d)" (int .Values.keda.maxReplicaCount) $p) -}}
+{{- end -}}
+{{- if and .Values.keda.enabled (gt (int .Values.keda.minReplicaCount) (int .Values.keda.maxReplicaCount)) -}}
+{{- fail "keda.minReplicaCount exceeds keda.maxReplicaCount" -}}
+{{- end -}}
+{{- if not (has .Values.kafka.securityProtocol (list "PLAINTEXT" "SSL" "SASL_PLAINTEXT" "SASL_SSL")) -}}
+{{- fail (printf "kafka.securityProtocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, not %q" .Values.kafka.securityProtocol) -}}
+{{- end -}}
+{{- if include "referee.saslEnabled" . -}}
+{{- if not (has .Values.kafka.sasl.mechanism (list "PLAIN" "SCRAM-SHA-256" "SCRAM-SHA-512")) -}}
+{{- fail (printf "kafka.securityProtocol %s needs kafka.sasl.mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512" .Values.kafka.securityProtocol) -}}
+{{- end -}}
+{{- else if .Values.kafka.sasl.mechanism -}}
+{{- fail "kafka.sasl.mechanism is set but kafka.securityProtocol is not SASL_PLAINTEXT or SASL_SSL" -}}
+{{- end -}}
+{{- if and .Values.kafka.ssl.caSecret (not (include "referee.tlsEnabled" .)) -}}
+{{- fail "kafka.ssl.caSecret is set but kafka.securityProtocol is not SSL or SASL_SSL" -}}
+{{- end -}}
+{{- if and (not .Values.existingSecret.name) (not .Values.database.url) -}}
+{{- fail "set database.url (postgresql+asyncpg://USER:PASSWORD@HOST:5432/DB) or existingSecret.name" -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+Non-secret settings as a map of REFEREE_* name -> value. Rendered into the
+ConfigMap (serve) and inline into the migration hook Job (which runs before
+the ConfigMap exists). Every name must be a field of Settings.
+*/}}
+{{- define "referee.configEnv" -}}
+REFEREE_DATA_DIR: {{ .Values.config.dataDir | quote }}
+REFEREE_DB_POOL_SIZE: {{ .Values.database.poolSize | toString | quote }}
+REFEREE_DB_MAX_OVERFLOW: {{ .Values.database.maxOverflow | toString | quote }}
+REFEREE_KAFKA_BOOTSTRAP_SERVERS: {{ .Values.kafka.bootstrapServers | quote }}
+REFEREE_KAFKA_SECURITY_PROTOCOL: {{ .Values.kafka.securityProtocol | quote }}
+{{- if include "referee.saslEnabled" . }}
+REFEREE_KAFKA_SASL_MECHANISM: {{ .Values.kafka.sasl.mechanism | quote }}
+{{- end }}
+{{- if .Values.kafka.ssl.caSecret }}
+REFEREE_KAFKA_SSL_CAFILE: {{ include "referee.caFile" . | quote }}
+{{- end }}
+REFEREE_INPUT_TOPIC: {{ .Values.kafka.topics.input | quote }}
+REFEREE_VERDICT_TOPIC: {{ .Values.kafka.topics.verdicts | quote }}
+REFEREE_DLQ_TOPIC: {{ .Values.kafka.topics.dlq | quote }}
+REFEREE_GROUP_ID: {{ .Values.kafka.groupId | quote }}
+REFEREE_BATCH_SIZE: {{ .Values.config.batchSize | toString | quote }}
+REFEREE_BATCH_LINGER_MS: {{ .Values.config.batchLingerMs | toString | quote }}
+REFEREE_MAX_EVENT_BYTES: {{ .Values.config.maxEventBytes | toString | quote }}
+REFEREE_CACHE_GAMES: {{ .Values.config.cacheGames | toString | quote }}
+REFEREE_HTTP_HOST: "0.0.0.0"
+REFEREE_HTTP_PORT: {{ .Values.config.httpPort | toString | quote }}
+REFEREE_LOG_LEVEL: {{ .Values.config.logLevel | quote }}
+{{- end }}
+
+{{/*
+env entries taken from a Secret. Call with (dict "root" $ "secretName" NAME).
+*/}}
+{{- define "referee.secretEnv" -}}
+{{- $v := .root.Values -}}
+- name: REFEREE_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ $v.existingSecret.keys.databaseUrl }}
+{{- if include "referee.saslEnabled" .root }}
+- name: REFEREE_KAFKA_SASL_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ $v.existingSecret.keys.kafkaSaslUsername }}
+- name: REFEREE_KAFKA_SASL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ $v.existingSecret.keys.kafkaSaslPassword }}
+{{- end }}
+{{- end }}
+
+{{/* Secret data (chart-made Secrets only). */}}
+{{- define "referee.secretData" -}}
+{{ .Values.existingSecret.keys.databaseUrl }}: {{ .Values.database.url | b64enc | quote }}
+{{- if include "referee.saslEnabled" . }}
+{{ .Values.existingSecret.keys.kafkaSaslUsername }}: {{ .Values.kafka.sasl.username | b64enc | quote }}
+{{ .Values.existingSecret.keys.kafkaSaslPassword }}: {{ .Values.kafka.sasl.password | b64enc | quote }}
+{{- end }}
+{{- end }}
+
+{{/* Volumes shared by the Deployment and the migration Job. */}}
+{{- define "referee.volumes" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: {{ .Values.tmpSizeLimit }}
+{{- if .Values.kafka.ssl.caSecret }}
+- name: kafka-ca
+  secret:
+    secretName: {{ .Values.kafka.ssl.caSecret }}
+    items:
+      - key: {{ .Values.kafka.ssl.caKey }}
+        path: {{ .Values.kafka.ssl.caKey }}
+{{- end }}
+{{- end }}
+
+{{- define "referee.volumeMounts" -}}
+- name: tmp
+  mountPath: /tmp
+{{- if .Values.kafka.ssl.caSecret }}
+- name: kafka-ca
+  mountPath: /etc/referee/kafka-ca
+  readOnly: true
+{{- end }}
+{{- end }}

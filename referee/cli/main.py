@@ -1,0 +1,117 @@
+"""The ``referee`` command: thin entry points that parse arguments and call one handler."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    handler = args.handler
+    result: int = handler(args)
+    return result
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="referee", description="An event-sourced referee for dominoes."
+    )
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    replay = sub.add_parser("replay", help="referee an event log (JSON Lines)")
+    replay.add_argument("log", type=Path, help="the event log, one input event per line")
+    replay.add_argument("--output", type=Path, help="verdicts as JSON Lines (default: stdout)")
+    replay.add_argument("--rejected", type=Path, help="EventRejected lines go here")
+    replay.add_argument(
+        "--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES, help="size limit per event"
+    )
+    replay.set_defaults(handler=_replay)
+
+    simulate = sub.add_parser("simulate", help="write a realistic event log of many games")
+    simulate.add_argument("--games", type=int, default=100, help="number of games")
+    simulate.add_argument("--seed", type=int, default=1, help="random seed")
+    simulate.add_argument("--output", type=Path, help="the log (default: stdout)")
+    simulate.add_argument(
+        "--rules", choices=("default", "random"), default="random", help="rule options"
+    )
+    simulate.add_argument("--foul-rate", type=float, default=0.02, help="fouls per turn")
+    simulate.add_argument("--bad-rate", type=float, default=0.0, help="bad lines per event")
+    simulate.add_argument(
+        "--duplicate-rate", type=float, default=0.0, help="re-sent events per event"
+    )
+    simulate.add_argument("--concurrency", type=int, default=200, help="games in play at once")
+    simulate.add_argument("--max-rounds", type=int, default=3, help="most rounds per game")
+    simulate.add_argument(
+        "--keyed", action="store_true", help="prefix each line with its game id and a tab"
+    )
+    simulate.set_defaults(handler=_simulate)
+    return parser
+
+
+def _open_out(path: Path | None) -> BinaryIO:
+    if path is None:
+        return sys.stdout.buffer
+    return path.open("wb")
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from referee.processing.referee import Referee
+    from referee.processing.replay import ProgressBar, format_summary, replay
+
+    log: Path = args.log
+    if not log.is_file():
+        print(f"referee replay: no such log: {log}", file=sys.stderr)
+        return 2
+    bar = None
+    if sys.stderr.isatty():
+        with log.open("rb") as f:
+            bar = ProgressBar(sum(1 for _ in f))
+    out = _open_out(args.output)
+    rejected = args.rejected.open("wb") if args.rejected else None
+    try:
+        report = replay(log, out, rejected, referee=Referee(args.max_event_bytes), progress=bar)
+    finally:
+        out.flush()
+        if args.output is not None:
+            out.close()
+        if rejected is not None:
+            rejected.close()
+    if bar is not None:
+        bar.close()
+    print(format_summary(report), file=sys.stderr)
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from referee.simulate import SimulationOptions, simulate
+
+    options = SimulationOptions(
+        games=args.games,
+        seed=args.seed,
+        random_rules=args.rules == "random",
+        foul_rate=args.foul_rate,
+        bad_rate=args.bad_rate,
+        duplicate_rate=args.duplicate_rate,
+        concurrency=args.concurrency,
+        max_rounds=args.max_rounds,
+    )
+    out = _open_out(args.output)
+    try:
+        count = 0
+        for game_id, line in simulate(options):
+            out.write(game_id.encode() + b"\t" + line + b"\n" if args.keyed else line + b"\n")
+            count += 1
+    finally:
+        out.flush()
+        if args.output is not None:
+            out.close()
+    print(f"simulate: wrote {count} lines for {args.games} games", file=sys.stderr)
+    return 0

@@ -1,0 +1,244 @@
+"""The referee of many games: sequencing, deduplication and the judge, over raw records.
+
+This is the in-memory heart shared by ``referee replay`` and the store's processing step: the
+same records in the same order give the same outcomes, verdicts and rejections everywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import msgspec
+
+from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed, parse_event
+from referee.contracts.rejection import EventRejected, Source, raw_text
+from referee.contracts.verdicts import OutputVerdict, to_wire
+from referee.contracts.wire import GameStartedWire, InputEvent
+from referee.domain.errors import InvalidInput, RejectionReason
+from referee.domain.judge import judge
+from referee.domain.state import GameState
+from referee.domain.verdicts import FoulRecorded
+
+
+class Outcome(StrEnum):
+    """What became of one input record."""
+
+    APPLIED = "applied"
+    """Judged; no foul."""
+    FOULED = "fouled"
+    """Judged; at least one foul was recorded."""
+    REJECTED = "rejected"
+    """Could not be judged; published as ``EventRejected``."""
+    DUPLICATE = "duplicate"
+    """Already processed with the same content; ignored."""
+
+
+@dataclass(slots=True)
+class GameLedger:
+    """A game's folded state and the last seq that took its place in the game's stream."""
+
+    state: GameState
+    last_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Processed:
+    """The outcome of one record, with everything the store and the publishers need."""
+
+    outcome: Outcome
+    game_id: str | None
+    seq: int | None
+    event_id: str | None
+    event_type: str | None
+    fingerprint: bytes
+    took_place: bool
+    """Whether the record took the next place in its game's sequence."""
+    verdicts: tuple[OutputVerdict, ...] = ()
+    rejection: EventRejected | None = None
+
+
+@dataclass(slots=True)
+class Tally:
+    """Counts for the summary and the metrics."""
+
+    events: Counter[str] = field(default_factory=Counter)
+    verdicts: Counter[str] = field(default_factory=Counter)
+    rejections: Counter[str] = field(default_factory=Counter)
+    duplicates: int = 0
+    records: int = 0
+
+    def count(self, processed: Processed) -> None:
+        """Adds one processed record."""
+        self.records += 1
+        if processed.event_type is not None and processed.outcome is not Outcome.REJECTED:
+            self.events[processed.event_type] += 1
+        if processed.outcome is Outcome.DUPLICATE:
+            self.duplicates += 1
+        elif processed.rejection is not None:
+            self.rejections[processed.rejection.reason.value] += 1
+        for v in processed.verdicts:
+            self.verdicts[type(v).__name__.removesuffix("Wire")] += 1
+
+
+def fingerprint(data: bytes) -> bytes:
+    """Returns the 16-byte content fingerprint used to tell duplicates from conflicts."""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+_ENCODE = msgspec.json.Encoder().encode
+
+
+class Referee:
+    """Judges raw input records for any number of games, in arrival order."""
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self.max_event_bytes = max_event_bytes
+        self.games: dict[str, GameLedger] = {}
+        self.event_prints: dict[str, bytes] = {}
+        """Fingerprints of the event ids that took their place."""
+        self.seq_prints: dict[tuple[str, int], bytes] = {}
+        """Fingerprints of the (game, seq) places taken."""
+        self.tally = Tally()
+
+    def process(self, raw: bytes, source: Source) -> Processed:
+        """Judges one raw record and remembers its effect."""
+        parsed = parse_event(raw, self.max_event_bytes)
+        if isinstance(parsed, Unparsed):
+            result = self._unparsed(raw, source, parsed)
+        else:
+            result = self._judge(raw, source, parsed)
+        self.tally.count(result)
+        return result
+
+    # --- records that failed at the edge ------------------------------------------------------
+
+    def _unparsed(self, raw: bytes, source: Source, bad: Unparsed) -> Processed:
+        fp = fingerprint(raw)
+        game_id, seq = bad.game_id, bad.seq
+        ledger = self.games.get(game_id) if game_id is not None else None
+        took_place = False
+        if ledger is not None and seq is not None and game_id is not None:
+            if seq <= ledger.last_seq and self.seq_prints.get((game_id, seq)) == fp:
+                return Processed(
+                    Outcome.DUPLICATE, game_id, seq, bad.event_id, None, fp, took_place=False
+                )
+            if seq == ledger.last_seq + 1:
+                self._take_place(ledger, game_id, seq, bad.event_id, fp)
+                took_place = True
+        rejection = self._rejection(raw, source, bad.reason, bad.detail, game_id, seq, bad.event_id)
+        return Processed(
+            Outcome.REJECTED, game_id, seq, bad.event_id, None, fp, took_place, (), rejection
+        )
+
+    # --- valid events ---------------------------------------------------------------------------
+
+    def _judge(self, raw: bytes, source: Source, event: InputEvent) -> Processed:
+        fp = fingerprint(_ENCODE(event))
+        game_id, seq, event_id = event.game_id, event.seq, event.event_id
+        kind = type(event).__name__.removesuffix("Wire")
+        ledger = self.games.get(game_id)
+        expected = 1 if ledger is None else ledger.last_seq + 1
+
+        def reject(reason: RejectionReason, detail: str, *, took_place: bool) -> Processed:
+            rejection = self._rejection(raw, source, reason, detail, game_id, seq, event_id)
+            return Processed(
+                Outcome.REJECTED, game_id, seq, event_id, kind, fp, took_place, (), rejection
+            )
+
+        known = self.event_prints.get(event_id)
+        if known == fp or (seq < expected and self.seq_prints.get((game_id, seq)) == fp):
+            return Processed(Outcome.DUPLICATE, game_id, seq, event_id, kind, fp, took_place=False)
+        if ledger is None:
+            if not isinstance(event, GameStartedWire):
+                return reject(
+                    RejectionReason.UNKNOWN_GAME,
+                    f"{kind} for game {game_id!r}, which has not started",
+                    took_place=False,
+                )
+            if seq != 1:
+                return reject(
+                    RejectionReason.SEQ_GAP,
+                    f"GameStarted must have seq 1, got {seq}",
+                    took_place=False,
+                )
+        elif seq < expected:
+            return reject(
+                RejectionReason.SEQ_CONFLICT,
+                f"seq {seq} of game {game_id!r} was already taken by a different event",
+                took_place=False,
+            )
+        elif seq > expected:
+            return reject(
+                RejectionReason.SEQ_GAP,
+                f"seq {seq} of game {game_id!r} skips ahead; the next expected seq is {expected}",
+                took_place=False,
+            )
+        if known is not None:
+            if ledger is not None:
+                self._take_place(ledger, game_id, seq, None, fp)
+            return reject(
+                RejectionReason.SEQ_CONFLICT,
+                f"event_id {event_id!r} was already used by a different event",
+                took_place=ledger is not None,
+            )
+        try:
+            state, verdicts = judge(None if ledger is None else ledger.state, event.to_domain())
+        except InvalidInput as exc:
+            if ledger is not None:
+                self._take_place(ledger, game_id, seq, event_id, fp)
+            return reject(exc.reason, exc.detail, took_place=ledger is not None)
+        if ledger is None:
+            ledger = self.games[game_id] = GameLedger(state, 0)
+        else:
+            ledger.state = state
+        self._take_place(ledger, game_id, seq, event_id, fp)
+        if not verdicts:
+            return Processed(Outcome.APPLIED, game_id, seq, event_id, kind, fp, took_place=True)
+        round_no = event.round_no
+        wired = tuple(
+            to_wire(
+                v,
+                game_id=game_id,
+                round_no=round_no,
+                cause_event_id=event_id,
+                cause_seq=seq,
+                occurred_at=event.occurred_at,
+                index=i,
+            )
+            for i, v in enumerate(verdicts)
+        )
+        fouled = any(isinstance(v, FoulRecorded) for v in verdicts)
+        return Processed(
+            Outcome.FOULED if fouled else Outcome.APPLIED,
+            game_id,
+            seq,
+            event_id,
+            kind,
+            fp,
+            took_place=True,
+            verdicts=wired,
+        )
+
+    def _take_place(
+        self, ledger: GameLedger, game_id: str, seq: int, event_id: str | None, fp: bytes
+    ) -> None:
+        ledger.last_seq = seq
+        self.seq_prints[game_id, seq] = fp
+        if event_id is not None and event_id not in self.event_prints:
+            self.event_prints[event_id] = fp
+
+    def _rejection(
+        self,
+        raw: bytes,
+        source: Source,
+        reason: RejectionReason,
+        detail: str,
+        game_id: str | None,
+        seq: int | None,
+        event_id: str | None,
+    ) -> EventRejected:
+        text, encoding = raw_text(raw)
+        return EventRejected(reason, detail, text, encoding, source, game_id, seq, event_id)

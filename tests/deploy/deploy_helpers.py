@@ -1,0 +1,74 @@
+"""Shared helpers of tests/deploy (imported by conftest.py and the tests)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "helm" / "referee"
+CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
+COMPOSE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "Dockerfile"
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+
+# The Kubernetes version the manifests are validated against (a version whose
+# schemas kubernetes-validate bundles). Keep in step with scripts/validate-deploy.sh.
+KUBE_VERSION = "1.31.0"
+
+if str(ROOT) not in sys.path:  # the settings module, even before `uv sync` installed the project
+    sys.path.insert(0, str(ROOT))
+
+
+def helm_binary() -> Path | None:
+    candidate = os.environ.get("HELM_BIN") or str(ROOT / ".cache" / "helm" / "helm")
+    path = Path(candidate)
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+class HelmError(RuntimeError):
+    """``helm template`` exited non-zero; the message is its stderr."""
+
+
+def render_chart(
+    helm: Path, *values_files: Path, set_values: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """``helm template`` the chart; returns the non-empty documents."""
+    cmd = [
+        str(helm),
+        "template",
+        "rel",
+        str(CHART),
+        "--namespace",
+        "games",
+        "--kube-version",
+        KUBE_VERSION,
+    ]
+    for values in values_files:
+        cmd += ["--values", str(values)]
+    for key, value in (set_values or {}).items():
+        cmd += ["--set", f"{key}={value}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=120)
+    if proc.returncode != 0:
+        raise HelmError(proc.stderr.strip())
+    return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+
+
+def containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Containers (and init containers) of a Deployment or Job."""
+    spec = doc.get("spec", {}).get("template", {}).get("spec", {})
+    return [*spec.get("initContainers", []), *spec.get("containers", [])]
+
+
+def settings_env_names() -> set[str]:
+    """REFEREE_<FIELD> for every field of the application's Settings."""
+    from referee.service.settings import Settings
+
+    prefix = Settings.model_config.get("env_prefix", "")
+    assert prefix == "REFEREE_"
+    return {f"{prefix}{name}".upper() for name in Settings.model_fields}
