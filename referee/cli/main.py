@@ -33,6 +33,13 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES, help="size limit per event"
     )
+    replay.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="processes, each refereeing a shard of the games (default: one per core for a "
+        "large log)",
+    )
     replay.set_defaults(handler=_replay)
 
     simulate = sub.add_parser("simulate", help="write a realistic event log of many games")
@@ -63,8 +70,7 @@ def _open_out(path: Path | None) -> BinaryIO:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from referee.processing.referee import Referee
-    from referee.processing.replay import ProgressBar, format_summary, replay
+    from referee.processing.replay import ProgressBar, default_workers, format_summary, replay
 
     log: Path = args.log
     if not log.is_file():
@@ -77,7 +83,14 @@ def _replay(args: argparse.Namespace) -> int:
     out = _open_out(args.output)
     rejected = args.rejected.open("wb") if args.rejected else None
     try:
-        report = replay(log, out, rejected, referee=Referee(args.max_event_bytes), progress=bar)
+        report = replay(
+            log,
+            out,
+            rejected,
+            max_event_bytes=args.max_event_bytes,
+            workers=args.workers or default_workers(log),
+            progress=bar,
+        )
     finally:
         out.flush()
         if args.output is not None:

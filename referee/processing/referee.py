@@ -10,13 +10,14 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 import msgspec
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed, parse_event
 from referee.contracts.rejection import EventRejected, Source, raw_text
 from referee.contracts.verdicts import OutputVerdict, to_wire
-from referee.contracts.wire import GameStartedWire, InputEvent
+from referee.contracts.wire import INPUT_EVENTS, GameStartedWire, InputEvent
 from referee.domain.errors import InvalidInput, RejectionReason
 from referee.domain.judge import judge
 from referee.domain.state import GameState
@@ -44,8 +45,7 @@ class GameLedger:
     last_seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class Processed:
+class Processed(NamedTuple):
     """The outcome of one record, with everything the store and the publishers need."""
 
     outcome: Outcome
@@ -70,17 +70,26 @@ class Tally:
     duplicates: int = 0
     records: int = 0
 
+    def merge(self, other: Tally) -> None:
+        """Adds another tally (of another shard) to this one."""
+        self.events.update(other.events)
+        self.verdicts.update(other.verdicts)
+        self.rejections.update(other.rejections)
+        self.duplicates += other.duplicates
+        self.records += other.records
+
     def count(self, processed: Processed) -> None:
         """Adds one processed record."""
         self.records += 1
-        if processed.event_type is not None and processed.outcome is not Outcome.REJECTED:
-            self.events[processed.event_type] += 1
-        if processed.outcome is Outcome.DUPLICATE:
+        outcome = processed.outcome
+        if outcome is Outcome.DUPLICATE:
             self.duplicates += 1
         elif processed.rejection is not None:
             self.rejections[processed.rejection.reason.value] += 1
+        elif processed.event_type is not None:
+            self.events[processed.event_type] += 1
         for v in processed.verdicts:
-            self.verdicts[type(v).__name__.removesuffix("Wire")] += 1
+            self.verdicts[v.__struct_config__.tag] += 1  # type: ignore[index]
 
 
 def fingerprint(data: bytes) -> bytes:
@@ -89,6 +98,7 @@ def fingerprint(data: bytes) -> bytes:
 
 
 _ENCODE = msgspec.json.Encoder().encode
+_KIND = {cls: cls.__name__.removesuffix("Wire") for cls in INPUT_EVENTS}
 
 
 class Referee:
@@ -97,8 +107,12 @@ class Referee:
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self.max_event_bytes = max_event_bytes
         self.games: dict[str, GameLedger] = {}
-        self.event_prints: dict[str, bytes] = {}
-        """Fingerprints of the event ids that took their place."""
+        self.event_prints: dict[tuple[str, str], bytes] = {}
+        """Fingerprints of the (game, event id) pairs that took their place.
+
+        Event ids are idempotency keys within a game: a game lives in one partition, so this
+        is exactly what any one instance can check, live or in a replay.
+        """
         self.seq_prints: dict[tuple[str, int], bytes] = {}
         """Fingerprints of the (game, seq) places taken."""
         self.tally = Tally()
@@ -138,58 +152,34 @@ class Referee:
     def _judge(self, raw: bytes, source: Source, event: InputEvent) -> Processed:
         fp = fingerprint(_ENCODE(event))
         game_id, seq, event_id = event.game_id, event.seq, event.event_id
-        kind = type(event).__name__.removesuffix("Wire")
+        kind = _KIND[type(event)]
         ledger = self.games.get(game_id)
         expected = 1 if ledger is None else ledger.last_seq + 1
-
-        def reject(reason: RejectionReason, detail: str, *, took_place: bool) -> Processed:
-            rejection = self._rejection(raw, source, reason, detail, game_id, seq, event_id)
-            return Processed(
-                Outcome.REJECTED, game_id, seq, event_id, kind, fp, took_place, (), rejection
-            )
-
-        known = self.event_prints.get(event_id)
+        known = self.event_prints.get((game_id, event_id))
         if known == fp or (seq < expected and self.seq_prints.get((game_id, seq)) == fp):
             return Processed(Outcome.DUPLICATE, game_id, seq, event_id, kind, fp, took_place=False)
-        if ledger is None:
-            if not isinstance(event, GameStartedWire):
-                return reject(
-                    RejectionReason.UNKNOWN_GAME,
-                    f"{kind} for game {game_id!r}, which has not started",
-                    took_place=False,
-                )
-            if seq != 1:
-                return reject(
-                    RejectionReason.SEQ_GAP,
-                    f"GameStarted must have seq 1, got {seq}",
-                    took_place=False,
-                )
-        elif seq < expected:
-            return reject(
-                RejectionReason.SEQ_CONFLICT,
-                f"seq {seq} of game {game_id!r} was already taken by a different event",
-                took_place=False,
-            )
-        elif seq > expected:
-            return reject(
-                RejectionReason.SEQ_GAP,
-                f"seq {seq} of game {game_id!r} skips ahead; the next expected seq is {expected}",
-                took_place=False,
-            )
+        problem = self._misplaced(event, ledger, expected, kind)
+        if problem is not None:
+            reason, detail = problem
+            return self._reject(raw, source, event, kind, fp, reason, detail, took_place=False)
         if known is not None:
-            if ledger is not None:
-                self._take_place(ledger, game_id, seq, None, fp)
-            return reject(
+            reason, detail = (
                 RejectionReason.SEQ_CONFLICT,
                 f"event_id {event_id!r} was already used by a different event",
-                took_place=ledger is not None,
+            )
+            if ledger is not None:
+                self._take_place(ledger, game_id, seq, None, fp)
+            return self._reject(
+                raw, source, event, kind, fp, reason, detail, took_place=ledger is not None
             )
         try:
             state, verdicts = judge(None if ledger is None else ledger.state, event.to_domain())
         except InvalidInput as exc:
             if ledger is not None:
                 self._take_place(ledger, game_id, seq, event_id, fp)
-            return reject(exc.reason, exc.detail, took_place=ledger is not None)
+            return self._reject(
+                raw, source, event, kind, fp, exc.reason, exc.detail, took_place=ledger is not None
+            )
         if ledger is None:
             ledger = self.games[game_id] = GameLedger(state, 0)
         else:
@@ -222,13 +212,67 @@ class Referee:
             verdicts=wired,
         )
 
+    @staticmethod
+    def _misplaced(
+        event: InputEvent, ledger: GameLedger | None, expected: int, kind: str
+    ) -> tuple[RejectionReason, str] | None:
+        """Returns why an event cannot take its seq in its game, if it cannot."""
+        game_id, seq = event.game_id, event.seq
+        if ledger is None:
+            if not isinstance(event, GameStartedWire):
+                return (
+                    RejectionReason.UNKNOWN_GAME,
+                    f"{kind} for game {game_id!r}, which has not started",
+                )
+            if seq != 1:
+                return RejectionReason.SEQ_GAP, f"GameStarted must have seq 1, got {seq}"
+            return None
+        if seq < expected:
+            return (
+                RejectionReason.SEQ_CONFLICT,
+                f"seq {seq} of game {game_id!r} was already taken by a different event",
+            )
+        if seq > expected:
+            return (
+                RejectionReason.SEQ_GAP,
+                f"seq {seq} of game {game_id!r} skips ahead; the next expected seq is {expected}",
+            )
+        return None
+
+    def _reject(
+        self,
+        raw: bytes,
+        source: Source,
+        event: InputEvent,
+        kind: str,
+        fp: bytes,
+        reason: RejectionReason,
+        detail: str,
+        *,
+        took_place: bool,
+    ) -> Processed:
+        rejection = self._rejection(
+            raw, source, reason, detail, event.game_id, event.seq, event.event_id
+        )
+        return Processed(
+            Outcome.REJECTED,
+            event.game_id,
+            event.seq,
+            event.event_id,
+            kind,
+            fp,
+            took_place,
+            (),
+            rejection,
+        )
+
     def _take_place(
         self, ledger: GameLedger, game_id: str, seq: int, event_id: str | None, fp: bytes
     ) -> None:
         ledger.last_seq = seq
         self.seq_prints[game_id, seq] = fp
-        if event_id is not None and event_id not in self.event_prints:
-            self.event_prints[event_id] = fp
+        if event_id is not None:
+            self.event_prints.setdefault((game_id, event_id), fp)
 
     def _rejection(
         self,

@@ -1,17 +1,38 @@
-"""``referee replay``: an event log folded in memory, verdicts and rejections written out."""
+"""``referee replay``: an event log folded in memory, verdicts and rejections written out.
+
+A log is sharded by game, exactly as Kafka partitions a topic: each worker process referees
+the games of its shard, and the outputs are merged back into the log's line order, so the
+bytes are the same for any number of workers.
+"""
 
 from __future__ import annotations
 
+import heapq
+import multiprocessing
+import os
 import sys
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+import msgspec
+
+from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
 from referee.contracts.rejection import FileSource
 from referee.contracts.verdicts import encode_canonical
+from referee.contracts.wire import EnvelopeProbe
 from referee.processing.referee import Referee, Tally
+
+PARALLEL_MIN_BYTES = 4 * 1024 * 1024
+"""Logs smaller than this are refereed in one process: forking would cost more than it saves."""
+
+PROGRESS_EVERY = 20_000
+
+Output = tuple[int, int, bytes]
+"""(line number, 0 for a verdict or 1 for a rejection, canonical JSON)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +41,7 @@ class ReplayReport:
 
     tally: Tally
     seconds: float
+    workers: int
 
     @property
     def events_per_second(self) -> float:
@@ -36,41 +58,136 @@ def read_log(path: Path) -> Iterator[tuple[int, bytes]]:
                 yield number, stripped
 
 
+def default_workers(log: Path) -> int:
+    """Returns how many processes to use: one per core for a large log."""
+    if log.stat().st_size < PARALLEL_MIN_BYTES:
+        return 1
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
 def replay(
     log: Path,
     verdicts_out: BinaryIO,
     rejected_out: BinaryIO | None,
     *,
-    referee: Referee | None = None,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    workers: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> ReplayReport:
-    """Referees a whole log in memory, writing canonical verdict and rejection lines."""
-    ref = referee or Referee()
+    """Referees a whole log, writing canonical verdict and rejection lines in log order."""
+    started = time.perf_counter()
+    if workers <= 1:
+        tally = _replay_serial(log, verdicts_out, rejected_out, max_event_bytes, progress)
+    else:
+        tally = _replay_parallel(
+            log, verdicts_out, rejected_out, max_event_bytes, workers, progress
+        )
+    return ReplayReport(tally, time.perf_counter() - started, max(workers, 1))
+
+
+def _replay_serial(
+    log: Path,
+    verdicts_out: BinaryIO,
+    rejected_out: BinaryIO | None,
+    max_event_bytes: int,
+    progress: Callable[[int], None] | None,
+) -> Tally:
+    ref = Referee(max_event_bytes)
     name = str(log)
     write = verdicts_out.write
-    started = time.perf_counter()
     for number, line in read_log(log):
         result = ref.process(line, FileSource(name, number))
         for verdict in result.verdicts:
             write(encode_canonical(verdict) + b"\n")
         if result.rejection is not None and rejected_out is not None:
             rejected_out.write(encode_canonical(result.rejection) + b"\n")
-        if progress is not None and number % 20_000 == 0:
+        if progress is not None and number % PROGRESS_EVERY == 0:
             progress(number)
-    return ReplayReport(ref.tally, time.perf_counter() - started)
+    return ref.tally
+
+
+_PROBE = msgspec.json.Decoder(EnvelopeProbe)
+
+
+def shard_of(line: bytes, shards: int) -> int:
+    """Returns the shard of a line: a stable hash of its game id (shard 0 when unreadable)."""
+    try:
+        game_id = _PROBE.decode(line).game_id
+    except msgspec.DecodeError:
+        return 0
+    if not isinstance(game_id, str):
+        return 0
+    return zlib.crc32(game_id.encode()) % shards
+
+
+_progress_counter: multiprocessing.sharedctypes.Synchronized[int] | None = None
+
+
+def _replay_shard(job: tuple[Path, int, int, int]) -> tuple[list[Output], Tally]:
+    log, shard, shards, max_event_bytes = job
+    ref = Referee(max_event_bytes)
+    name = str(log)
+    outputs: list[Output] = []
+    seen = 0
+    for number, line in read_log(log):
+        seen += 1
+        if seen % PROGRESS_EVERY == 0 and shard == 0 and _progress_counter is not None:
+            _progress_counter.value = number
+        if shard_of(line, shards) != shard:
+            continue
+        result = ref.process(line, FileSource(name, number))
+        outputs.extend((number, 0, encode_canonical(v)) for v in result.verdicts)
+        if result.rejection is not None:
+            outputs.append((number, 1, encode_canonical(result.rejection)))
+    return outputs, ref.tally
+
+
+def _init_worker(counter: multiprocessing.sharedctypes.Synchronized[int]) -> None:
+    global _progress_counter  # noqa: PLW0603 - one counter per worker process
+    _progress_counter = counter
+
+
+def _replay_parallel(
+    log: Path,
+    verdicts_out: BinaryIO,
+    rejected_out: BinaryIO | None,
+    max_event_bytes: int,
+    workers: int,
+    progress: Callable[[int], None] | None,
+) -> Tally:
+    ctx = multiprocessing.get_context("fork")
+    counter = ctx.Value("q", 0)
+    jobs = [(log, shard, workers, max_event_bytes) for shard in range(workers)]
+    with ctx.Pool(workers, initializer=_init_worker, initargs=(counter,)) as pool:
+        pending = pool.map_async(_replay_shard, jobs)
+        while not pending.ready():
+            pending.wait(0.2)
+            if progress is not None:
+                progress(counter.value)
+        results = pending.get()
+    tally = Tally()
+    for _, part in results:
+        tally.merge(part)
+    for _, kind, data in heapq.merge(*(outputs for outputs, _ in results)):
+        if kind == 0:
+            verdicts_out.write(data + b"\n")
+        elif rejected_out is not None:
+            rejected_out.write(data + b"\n")
+    return tally
 
 
 def format_summary(report: ReplayReport) -> str:
     """Returns the human summary printed on standard error."""
     t = report.tally
     lines = [
-        (
-            f"events: {t.records} records, {sum(t.events.values())} judged "
-            f"({_counts(t.events)}), {report.events_per_second:,.0f} events/s"
-        ),
+        (f"events: {t.records} records, {sum(t.events.values())} judged ({_counts(t.events)})"),
         f"verdicts: {sum(t.verdicts.values())} ({_counts(t.verdicts)})",
         f"rejections: {sum(t.rejections.values())} ({_counts(t.rejections)})",
         f"duplicates: {t.duplicates}",
+        (
+            f"speed: {report.events_per_second:,.0f} events/s "
+            f"({report.seconds:.2f} s, {report.workers} worker(s))"
+        ),
     ]
     return "\n".join(lines)
 

@@ -9,14 +9,11 @@ without rendering the chart.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from deploy_helpers import CI_VALUES, helm_binary, render_chart
-
-Renderer = Callable[..., list[dict[str, Any]]]
+from deploy_helpers import CI_VALUES, Renderer, helm_binary, render_chart
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ SCHEMAS = Path(__file__).resolve().parent / "schemas"
 # The Kubernetes version the manifests are validated against (a version whose
 # schemas kubernetes-validate bundles). Keep in step with scripts/validate-deploy.sh.
 KUBE_VERSION = "1.31.0"
+
+# render(values_file, ..., **{"dotted.key": "value"}) -> documents
+Renderer = Callable[..., list[dict[str, Any]]]
 
 if str(ROOT) not in sys.path:  # the settings module, even before `uv sync` installed the project
     sys.path.insert(0, str(ROOT))

@@ -1,0 +1,80 @@
+"""Structure of the Dockerfile (hadolint, pinned, runs in scripts/validate-deploy.sh too)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from deploy_helpers import DOCKERFILE, ROOT
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    text = DOCKERFILE.read_text()
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    joined = "\n".join(lines).replace("\\\n", " ")
+    result = []
+    for line in joined.splitlines():
+        if line.strip():
+            keyword, _, rest = line.strip().partition(" ")
+            result.append((keyword.upper(), rest.strip()))
+    return result
+
+
+def args_defaults() -> dict[str, str]:
+    found = {}
+    for keyword, rest in instructions():
+        if keyword == "ARG" and "=" in rest:
+            name, _, value = rest.partition("=")
+            found[name] = value
+    return found
+
+
+def test_base_image_is_pinned_slim_bookworm() -> None:
+    froms = [rest for keyword, rest in instructions() if keyword == "FROM"]
+    assert len(froms) >= 2, "multi-stage build expected"
+    base = args_defaults().get("PYTHON_IMAGE", "")
+    for line in froms:
+        image = line.split()[0].replace("${PYTHON_IMAGE}", base)
+        assert re.fullmatch(r"python:3\.11-slim-bookworm(@sha256:[0-9a-f]{64})?", image), image
+
+
+def test_multi_stage_copies_the_venv_only() -> None:
+    steps = instructions()
+    stages = [rest.split()[-1] for keyword, rest in steps if keyword == "FROM"]
+    assert stages[0] == "builder"
+    final_start = max(i for i, (keyword, _) in enumerate(steps) if keyword == "FROM")
+    final = steps[final_start:]
+    copies = [rest for keyword, rest in final if keyword == "COPY"]
+    assert any("--from=builder" in rest for rest in copies)
+    builder = steps[:final_start]
+    syncs = [rest for keyword, rest in builder if keyword == "RUN" and "uv sync" in rest]
+    assert syncs and all("--frozen" in s and "--no-dev" in s for s in syncs)
+    # no package managers, compilers or caches installed in the final stage
+    for keyword, rest in final:
+        if keyword == "RUN":
+            assert not re.search(r"\b(apt-get|apt|pip|uv|gcc|build-essential)\b", rest), rest
+
+
+def test_runs_as_non_root() -> None:
+    users = [rest for keyword, rest in instructions() if keyword == "USER"]
+    assert users, "no USER"
+    user = users[-1].split(":")[0]
+    assert user not in {"root", "0"}
+    assert user.isdigit(), "numeric USER lets Kubernetes verify runAsNonRoot"
+
+
+def test_entrypoint_and_healthcheck() -> None:
+    steps = dict(instructions())
+    assert json.loads(steps["ENTRYPOINT"]) == ["referee"]
+    assert json.loads(steps["CMD"]) == ["serve"]
+    health = steps["HEALTHCHECK"]
+    assert "/healthz" in health
+    assert "urllib" in health
+    assert "curl" not in health
+
+
+def test_dockerignore_keeps_the_context_small() -> None:
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    for entry in (".git", ".venv", ".cache", "tests", "helm"):
+        assert entry in ignored, entry

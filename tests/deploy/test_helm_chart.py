@@ -1,0 +1,300 @@
+"""The Helm chart: schema-valid manifests, restricted pods, guard rails.
+
+Built-in kinds are validated with kubernetes-validate (strict) against
+Kubernetes KUBE_VERSION; the custom resources (ServiceMonitor, ScaledObject,
+TriggerAuthentication) against the partial schemas in tests/deploy/schemas.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import kubernetes_validate.utils
+import pytest
+import yaml
+from deploy_helpers import (
+    CHART,
+    CI_VALUES,
+    KUBE_VERSION,
+    SCHEMAS,
+    HelmError,
+    Renderer,
+    containers,
+)
+
+DEFAULT = CHART / "ci" / "default-values.yaml"
+ALL = CHART / "ci" / "all-features-values.yaml"
+HPA = CHART / "ci" / "hpa-values.yaml"
+
+CRD_SCHEMAS = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): "servicemonitor.schema.json",
+    ("keda.sh/v1alpha1", "ScaledObject"): "scaledobject.schema.json",
+    ("keda.sh/v1alpha1", "TriggerAuthentication"): "triggerauthentication.schema.json",
+}
+
+
+def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    found = by_kind(docs, kind)
+    assert len(found) == 1, f"expected one {kind}, got {len(found)}"
+    return found[0]
+
+
+def validate_doc(doc: dict[str, Any]) -> None:
+    key = (doc["apiVersion"], doc["kind"])
+    if key in CRD_SCHEMAS:
+        schema = json.loads((SCHEMAS / CRD_SCHEMAS[key]).read_text())
+        jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+    else:
+        kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
+
+
+# ------------------------------------------------------------------ schemas --
+
+
+def test_kube_version_is_bundled() -> None:
+    utils = kubernetes_validate.utils
+    assert utils.major_minor(KUBE_VERSION) in {utils.major_minor(v) for v in utils.all_versions()}
+
+
+def test_every_manifest_is_schema_valid(ci_render: list[dict[str, Any]]) -> None:
+    assert ci_render
+    for doc in ci_render:
+        validate_doc(doc)
+
+
+def test_crd_schemas_catch_typos(render: Renderer) -> None:
+    docs = render(ALL)
+    scaled = one(docs, "ScaledObject")
+    scaled["spec"]["triggers"][0]["metadata"]["lagTreshold"] = "5"
+    with pytest.raises(jsonschema.ValidationError):
+        validate_doc(scaled)
+    monitor = one(docs, "ServiceMonitor")
+    monitor["spec"]["endpoint"] = monitor["spec"].pop("endpoints")
+    with pytest.raises(jsonschema.ValidationError):
+        validate_doc(monitor)
+
+
+def test_strict_validation_catches_typos(render: Renderer) -> None:
+    deployment = one(render(DEFAULT), "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        validate_doc(deployment)
+
+
+def test_default_render_has_the_core_objects(render: Renderer) -> None:
+    kinds = sorted(d["kind"] for d in render(DEFAULT))
+    assert kinds == sorted(
+        [
+            "ConfigMap",
+            "Deployment",
+            "Job",
+            "PodDisruptionBudget",
+            "Secret",
+            "Secret",
+            "Service",
+            "ServiceAccount",
+        ]
+    )
+
+
+def test_all_features_render_has_the_optional_objects(render: Renderer) -> None:
+    kinds = {d["kind"] for d in render(ALL)}
+    assert {"ScaledObject", "TriggerAuthentication", "ServiceMonitor", "PodDisruptionBudget"} <= (
+        kinds
+    )
+    assert "Secret" not in kinds  # existingSecret
+    assert "HorizontalPodAutoscaler" in {d["kind"] for d in render(HPA)}
+
+
+# --------------------------------------------------------------- security --
+
+
+@pytest.mark.parametrize("values", CI_VALUES, ids=lambda p: p.name)
+def test_pods_are_restricted(render: Renderer, values: Path) -> None:
+    workloads = [d for d in render(values) if d["kind"] in {"Deployment", "Job"}]
+    assert {d["kind"] for d in workloads} == {"Deployment", "Job"}
+    for doc in workloads:
+        pod = doc["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+        assert pod["automountServiceAccountToken"] is False
+        tmp = [v for v in pod["volumes"] if v["name"] == "tmp"]
+        assert tmp and "emptyDir" in tmp[0]
+        for container in containers(doc):
+            sc = container["securityContext"]
+            assert sc["runAsNonRoot"] is True
+            assert sc["readOnlyRootFilesystem"] is True
+            assert sc["allowPrivilegeEscalation"] is False
+            assert sc["capabilities"]["drop"] == ["ALL"]
+            assert "add" not in sc["capabilities"]
+            assert sc["seccompProfile"]["type"] == "RuntimeDefault"
+            assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+            assert container["resources"].get("requests"), "no resource requests"
+
+
+def test_probes_and_metrics_port(render: Renderer) -> None:
+    docs = render(DEFAULT)
+    container = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["serve"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
+    port = next(p for p in container["ports"] if p["name"] == "http")
+    config = one(docs, "ConfigMap")["data"]
+    assert str(port["containerPort"]) == config["REFEREE_HTTP_PORT"]
+    service = one(docs, "Service")
+    assert service["spec"]["ports"][0]["targetPort"] == "http"
+
+
+def test_secrets_stay_out_of_the_configmap(render: Renderer) -> None:
+    docs = render(HPA)
+    config = one(docs, "ConfigMap")["data"]
+    for secret_name in ("REFEREE_DATABASE_URL", "REFEREE_KAFKA_SASL_PASSWORD"):
+        assert secret_name not in config
+    assert "s3cret" not in yaml.safe_dump(one(docs, "ConfigMap"))
+    env = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
+    refs = {e["name"]: e["valueFrom"]["secretKeyRef"]["name"] for e in env}
+    assert refs == {
+        "REFEREE_DATABASE_URL": "rel-referee",
+        "REFEREE_KAFKA_SASL_USERNAME": "rel-referee",
+        "REFEREE_KAFKA_SASL_PASSWORD": "rel-referee",
+    }
+
+
+def test_existing_secret_is_used_and_not_created(render: Renderer) -> None:
+    docs = render(ALL)
+    assert not by_kind(docs, "Secret")
+    for doc in by_kind(docs, "Deployment") + by_kind(docs, "Job"):
+        env = containers(doc)[0]["env"]
+        refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in env if "valueFrom" in e}
+        assert refs["REFEREE_DATABASE_URL"] == {"name": "referee-credentials", "key": "url"}
+        assert refs["REFEREE_KAFKA_SASL_USERNAME"] == {"name": "referee-credentials", "key": "user"}
+
+
+# ---------------------------------------------------------------- migration --
+
+
+def test_migration_job_is_a_pre_install_hook(render: Renderer) -> None:
+    docs = render(DEFAULT)
+    job = one(docs, "Job")
+    annotations = job["metadata"]["annotations"]
+    assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"
+    assert containers(job)[0]["args"] == ["migrate"]
+    assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    # Its Secret must exist before it: a hook Secret with a lower weight.
+    secret_ref = next(
+        e["valueFrom"]["secretKeyRef"]["name"]
+        for e in containers(job)[0]["env"]
+        if e["name"] == "REFEREE_DATABASE_URL"
+    )
+    hook_secret = next(d for d in by_kind(docs, "Secret") if d["metadata"]["name"] == secret_ref)
+    secret_ann = hook_secret["metadata"]["annotations"]
+    assert secret_ann["helm.sh/hook"] == annotations["helm.sh/hook"]
+    assert int(secret_ann["helm.sh/hook-weight"]) < int(annotations["helm.sh/hook-weight"])
+    assert "hook-succeeded" in secret_ann["helm.sh/hook-delete-policy"]
+    # The Job must not depend on non-hook resources (they don't exist yet on install).
+    assert "envFrom" not in containers(job)[0]
+
+
+def test_migration_can_be_disabled(render: Renderer) -> None:
+    docs = render(DEFAULT, **{"migration.enabled": "false"})
+    assert not by_kind(docs, "Job")
+    assert len(by_kind(docs, "Secret")) == 1
+
+
+# ------------------------------------------------------------------ scaling --
+
+
+def test_replicas_by_value_and_omitted_under_autoscaling(render: Renderer) -> None:
+    assert one(render(DEFAULT), "Deployment")["spec"]["replicas"] == 2
+    assert one(render(DEFAULT, replicaCount="8"), "Deployment")["spec"]["replicas"] == 8
+    assert "replicas" not in one(render(ALL), "Deployment")["spec"]
+    assert "replicas" not in one(render(HPA), "Deployment")["spec"]
+
+
+def test_keda_scales_on_the_input_topic_lag(render: Renderer) -> None:
+    docs = render(ALL)
+    scaled = one(docs, "ScaledObject")
+    assert scaled["spec"]["maxReplicaCount"] <= 8
+    assert scaled["spec"]["scaleTargetRef"]["name"] == one(docs, "Deployment")["metadata"]["name"]
+    trigger = scaled["spec"]["triggers"][0]
+    assert trigger["type"] == "kafka"
+    config = one(docs, "ConfigMap")["data"]
+    assert trigger["metadata"]["consumerGroup"] == config["REFEREE_GROUP_ID"]
+    assert trigger["metadata"]["topic"] == config["REFEREE_INPUT_TOPIC"]
+    assert trigger["metadata"]["bootstrapServers"] == config["REFEREE_KAFKA_BOOTSTRAP_SERVERS"]
+    assert trigger["metadata"]["sasl"] == "scram_sha512"
+    assert trigger["metadata"]["tls"] == "enable"
+    auth = one(docs, "TriggerAuthentication")
+    assert trigger["authenticationRef"]["name"] == auth["metadata"]["name"]
+
+
+@pytest.mark.parametrize(
+    ("values", "overrides", "message"),
+    [
+        (DEFAULT, {"replicaCount": "9"}, "replicaCount (9) exceeds kafka.partitions (8)"),
+        (DEFAULT, {"kafka.partitions": "1"}, "replicaCount (2) exceeds kafka.partitions (1)"),
+        (HPA, {"autoscaling.maxReplicas": "13"}, "autoscaling.maxReplicas (13) exceeds"),
+        (ALL, {"keda.maxReplicaCount": "9"}, "keda.maxReplicaCount (9) exceeds"),
+        (ALL, {"autoscaling.enabled": "true"}, "mutually exclusive"),
+        (DEFAULT, {"database.url": ""}, "set database.url"),
+        (DEFAULT, {"kafka.securityProtocol": "SASL"}, "kafka.securityProtocol must be"),
+        (DEFAULT, {"kafka.securityProtocol": "SASL_SSL"}, "needs kafka.sasl.mechanism"),
+        (DEFAULT, {"kafka.ssl.caSecret": "ca"}, "not SSL or SASL_SSL"),
+    ],
+)
+def test_bad_values_fail_the_render(
+    render: Renderer, values: Path, overrides: dict[str, str], message: str
+) -> None:
+    with pytest.raises(HelmError, match=re.escape(message)):
+        render(values, **overrides)
+
+
+def test_replicas_equal_to_partitions_are_fine(render: Renderer) -> None:
+    render(DEFAULT, replicaCount="8")
+    render(ALL, **{"keda.maxReplicaCount": "8"})
+    render(HPA, **{"autoscaling.maxReplicas": "12"})
+
+
+# ------------------------------------------------------------ documentation --
+
+
+def leaf_paths(node: Any, prefix: str = "") -> list[str]:
+    if isinstance(node, dict) and node:
+        paths: list[str] = []
+        for key, value in node.items():
+            paths += leaf_paths(value, f"{prefix}.{key}" if prefix else str(key))
+        return paths
+    return [prefix]
+
+
+def test_readme_lists_every_value() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    readme = (CHART / "README.md").read_text()
+    documented = set(re.findall(r"^\|\s*`([^`]+)`\s*\|", readme, flags=re.MULTILINE))
+    missing = sorted(p for p in leaf_paths(values) if p not in documented)
+    assert not missing, f"values not in helm/referee/README.md: {missing}"
+    stale = sorted(p for p in documented if p not in set(leaf_paths(values)))
+    assert not stale, f"README.md documents values that do not exist: {stale}"
+
+
+def test_values_yaml_is_commented() -> None:
+    """Every top-level value has a comment right above it (or as its first line)."""
+    lines = (CHART / "values.yaml").read_text().splitlines()
+    for index, line in enumerate(lines):
+        match = re.match(r"^([A-Za-z][A-Za-z0-9]*):", line)
+        if not match:
+            continue
+        above = [x for x in lines[:index] if x.strip()][-1:]
+        below = lines[index + 1 : index + 2]
+        commented = [x for x in above + below if x.lstrip().startswith("#")]
+        assert commented, f"values.yaml: {match.group(1)} has no comment"

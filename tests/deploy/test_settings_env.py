@@ -1,0 +1,130 @@
+"""Every REFEREE_* variable the deployment sets is a real field of Settings.
+
+The names come from what the deployment actually hands to the process:
+the Helm chart *rendered* (ConfigMap keys consumed with envFrom, container
+``env`` of the Deployment and the migration Job), docker-compose.yml's
+environment of the referee services, and the Dockerfile's ENV. A typo such as
+REFEREE_KAFKA_BOOTSTRAP_SERVER would be silently ignored by pydantic-settings
+(``extra="ignore"``), so it has to fail here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from deploy_helpers import (
+    CI_VALUES,
+    COMPOSE,
+    DOCKERFILE,
+    containers,
+    render_chart,
+    settings_env_names,
+)
+
+PREFIX = "REFEREE_"
+
+
+def test_settings_are_importable_and_prefixed() -> None:
+    names = settings_env_names()
+    assert "REFEREE_DATABASE_URL" in names
+    assert "REFEREE_KAFKA_BOOTSTRAP_SERVERS" in names
+    assert all(name.startswith(PREFIX) and name.isupper() for name in names)
+
+
+def chart_env_names(docs: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Env names per source (resource/container) in rendered manifests."""
+    found: dict[str, set[str]] = {}
+    configmaps = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ConfigMap"}
+    for doc in docs:
+        if doc["kind"] == "ConfigMap":
+            found[f"ConfigMap/{doc['metadata']['name']}"] = set(doc.get("data", {}))
+        if doc["kind"] not in {"Deployment", "Job", "StatefulSet", "CronJob"}:
+            continue
+        for container in containers(doc):
+            where = f"{doc['kind']}/{doc['metadata']['name']}/{container['name']}"
+            names = {env["name"] for env in container.get("env", [])}
+            for source in container.get("envFrom", []):
+                assert "prefix" not in source, f"{where}: envFrom prefix would rename settings"
+                ref = source.get("configMapRef")
+                if ref is not None:
+                    assert ref["name"] in configmaps, f"{where}: envFrom unknown ConfigMap"
+                    names |= set(configmaps[ref["name"]].get("data", {}))
+                else:
+                    pytest.fail(f"{where}: envFrom a Secret hides its names; use env valueFrom")
+            found[where] = names
+    return found
+
+
+@pytest.mark.parametrize("values", CI_VALUES, ids=lambda p: p.name)
+def test_chart_sets_only_real_settings(helm: Path, values: Path) -> None:
+    settings = settings_env_names()
+    docs = render_chart(helm, values)
+    found = chart_env_names(docs)
+    assert any(k.startswith("Deployment/") for k in found), "no Deployment rendered"
+    assert any(k.startswith("Job/") for k in found), "no migration Job rendered"
+    for where, names in found.items():
+        assert names, f"{where} sets no variable"
+        unknown = sorted(names - settings)
+        assert not unknown, f"{where} sets names that are no Settings field: {unknown}"
+    # Deployment and migration Job must agree on the configuration.
+    deploy = next(v for k, v in found.items() if k.startswith("Deployment/"))
+    job = next(v for k, v in found.items() if k.startswith("Job/"))
+    assert deploy == job, f"serve and migrate see different settings: {deploy ^ job}"
+
+
+def test_chart_covers_every_setting(helm: Path) -> None:
+    """Across the CI value sets, every Settings field is settable through the chart."""
+    seen: set[str] = set()
+    for values in CI_VALUES:
+        for names in chart_env_names(render_chart(helm, values)).values():
+            seen |= names
+    missing = sorted(settings_env_names() - seen)
+    assert not missing, f"settings the chart can never set (add them to the chart): {missing}"
+
+
+def compose_referee_services() -> dict[str, dict[str, Any]]:
+    compose = yaml.safe_load(COMPOSE.read_text())
+    return {
+        name: service
+        for name, service in compose["services"].items()
+        if str(service.get("image", "")).startswith("referee") or "build" in service
+    }
+
+
+def test_compose_sets_only_real_settings() -> None:
+    settings = settings_env_names()
+    services = compose_referee_services()
+    assert {"migrate", "referee"} <= set(services)
+    for name, service in services.items():
+        env = service.get("environment", {})
+        if isinstance(env, list):  # KEY=VALUE form
+            env = dict(item.split("=", 1) for item in env)
+        not_ours = sorted(k for k in env if not k.startswith(PREFIX))
+        assert not not_ours, f"compose service {name}: non-REFEREE_ variables {not_ours}"
+        unknown = sorted(set(env) - settings)
+        assert not unknown, f"compose service {name}: no such Settings field {unknown}"
+        assert "env_file" not in service, f"compose service {name}: env_file hides names"
+    for name in ("migrate", "referee"):
+        env = services[name]["environment"]
+        assert "REFEREE_DATABASE_URL" in env, name
+        assert "REFEREE_KAFKA_BOOTSTRAP_SERVERS" in env, name
+
+
+def test_dockerfile_sets_only_real_settings() -> None:
+    settings = settings_env_names()
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    names = set(re.findall(r"\b(REFEREE_[A-Z0-9_]+)\b", text))
+    assert names, "the Dockerfile is expected to set a few REFEREE_* defaults"
+    unknown = sorted(names - settings)
+    assert not unknown, f"Dockerfile ENV: no such Settings field {unknown}"
+
+
+def test_a_typo_is_caught() -> None:
+    """The check itself: a misspelt name is not a setting."""
+    settings = settings_env_names()
+    assert "REFEREE_KAFKA_BOOTSTRAP_SERVER" not in settings
+    assert "REFEREE_DATABASE_URI" not in settings
