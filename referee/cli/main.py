@@ -60,7 +60,18 @@ def _parser() -> argparse.ArgumentParser:
         "--keyed", action="store_true", help="prefix each line with its game id and a tab"
     )
     simulate.set_defaults(handler=_simulate)
+    schemas = sub.add_parser("schemas", help="write the JSON Schemas of every message")
+    schemas.add_argument("--output", type=Path, default=Path("schemas"), help="directory")
+    schemas.set_defaults(handler=_schemas)
     return parser
+
+
+def _schemas(args: argparse.Namespace) -> int:
+    from referee.contracts.schemas import write_schemas
+
+    for path in write_schemas(args.output):
+        print(path, file=sys.stderr)
+    return 0
 
 
 def _open_out(path: Path | None) -> BinaryIO:

@@ -76,7 +76,9 @@ def test_demo_profile_publishes_keyed_simulation() -> None:
     assert {"simulate", "publish"} <= demo
     assert not any(s.get("profiles") for n, s in services.items() if n not in demo)
     simulate = services["simulate"]["command"]
-    assert simulate[0] == "simulate" and "--keyed" in simulate and "--output" in simulate
+    assert simulate[0] == "simulate"
+    assert "--keyed" in simulate
+    assert "--output" in simulate
     publish = "\n".join(services["publish"]["command"])
     assert "kafka-console-producer.sh" in publish
     assert "parse.key=true" in publish

@@ -49,7 +49,8 @@ def test_multi_stage_copies_the_venv_only() -> None:
     assert any("--from=builder" in rest for rest in copies)
     builder = steps[:final_start]
     syncs = [rest for keyword, rest in builder if keyword == "RUN" and "uv sync" in rest]
-    assert syncs and all("--frozen" in s and "--no-dev" in s for s in syncs)
+    assert syncs
+    assert all("--frozen" in s and "--no-dev" in s for s in syncs)
     # no package managers, compilers or caches installed in the final stage
     for keyword, rest in final:
         if keyword == "RUN":

@@ -128,7 +128,8 @@ def test_pods_are_restricted(render: Renderer, values: Path) -> None:
         assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
         assert pod["automountServiceAccountToken"] is False
         tmp = [v for v in pod["volumes"] if v["name"] == "tmp"]
-        assert tmp and "emptyDir" in tmp[0]
+        assert tmp
+        assert "emptyDir" in tmp[0]
         for container in containers(doc):
             sc = container["securityContext"]
             assert sc["runAsNonRoot"] is True
