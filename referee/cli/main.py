@@ -10,6 +10,8 @@ from typing import BinaryIO
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
 
+EXAMPLE_LOG = Path(__file__).resolve().parents[2] / "examples" / "tournament.jsonl"
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line."""
@@ -40,7 +42,31 @@ def _parser() -> argparse.ArgumentParser:
         help="processes, each refereeing a shard of the games (default: one per core for a "
         "large log)",
     )
+    replay.add_argument(
+        "--database",
+        nargs="?",
+        const="",
+        metavar="URL",
+        help="store everything in PostgreSQL through the processing step; without a URL: "
+        "$REFEREE_DATABASE_URL, else the embedded PostgreSQL",
+    )
+    replay.add_argument("--batch-size", type=int, default=2000, help="records per transaction")
     replay.set_defaults(handler=_replay)
+
+    migrate = sub.add_parser("migrate", help="upgrade the database schema to the newest")
+    migrate.add_argument("--database", metavar="URL", help="default: $REFEREE_DATABASE_URL")
+    migrate.set_defaults(handler=_migrate)
+
+    audit = sub.add_parser("audit", help="re-derive every stored verdict from the journal")
+    audit.add_argument("--database", metavar="URL", help="default: $REFEREE_DATABASE_URL")
+    audit.set_defaults(handler=_audit)
+
+    demo = sub.add_parser("demo", help="referee the bundled example into the embedded store")
+    demo.add_argument(
+        "log", type=Path, nargs="?", default=EXAMPLE_LOG, help="default: the bundled example"
+    )
+    demo.add_argument("--database", metavar="URL", help="default: the embedded PostgreSQL")
+    demo.set_defaults(handler=_demo)
 
     simulate = sub.add_parser("simulate", help="write a realistic event log of many games")
     simulate.add_argument("--games", type=int, default=100, help="number of games")
@@ -66,6 +92,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    from referee.cli.store_commands import migrate
+
+    return migrate(args)
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from referee.cli.store_commands import audit
+
+    return audit(args)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from referee.cli.store_commands import demo
+
+    return demo(args)
+
+
 def _schemas(args: argparse.Namespace) -> int:
     from referee.contracts.schemas import write_schemas
 
@@ -84,6 +128,10 @@ def _replay(args: argparse.Namespace) -> int:
     from referee.processing.replay import ProgressBar, default_workers, format_summary, replay
 
     log: Path = args.log
+    if args.database is not None:
+        from referee.cli.store_commands import replay_store
+
+        return replay_store(args)
     if not log.is_file():
         print(f"referee replay: no such log: {log}", file=sys.stderr)
         return 2

@@ -39,10 +39,20 @@ class Outcome(StrEnum):
 
 @dataclass(slots=True)
 class GameLedger:
-    """A game's folded state and the last seq that took its place in the game's stream."""
+    """A game's folded state, the last seq that took its place, and what took each place.
+
+    Event ids are idempotency keys within a game: a game lives in one partition, so this is
+    exactly what any one instance can check, live or in a replay.
+    """
 
     state: GameState
     last_seq: int
+    seq_prints: dict[int, bytes] = field(default_factory=dict)
+    """Fingerprints of the seqs taken (all of them, or those loaded when not ``complete``)."""
+    event_prints: dict[str, bytes] = field(default_factory=dict)
+    """Fingerprints of the event ids that took a place."""
+    complete: bool = True
+    """Whether the prints of the game's whole history are in memory (else: ask the store)."""
 
 
 class Processed(NamedTuple):
@@ -107,19 +117,18 @@ class Referee:
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self.max_event_bytes = max_event_bytes
         self.games: dict[str, GameLedger] = {}
-        self.event_prints: dict[tuple[str, str], bytes] = {}
-        """Fingerprints of the (game, event id) pairs that took their place.
-
-        Event ids are idempotency keys within a game: a game lives in one partition, so this
-        is exactly what any one instance can check, live or in a replay.
-        """
-        self.seq_prints: dict[tuple[str, int], bytes] = {}
-        """Fingerprints of the (game, seq) places taken."""
         self.tally = Tally()
+
+    def parse(self, raw: bytes) -> InputEvent | Unparsed:
+        """Validates one raw record at the edge (no state involved)."""
+        return parse_event(raw, self.max_event_bytes)
 
     def process(self, raw: bytes, source: Source) -> Processed:
         """Judges one raw record and remembers its effect."""
-        parsed = parse_event(raw, self.max_event_bytes)
+        return self.apply(raw, source, parse_event(raw, self.max_event_bytes))
+
+    def apply(self, raw: bytes, source: Source, parsed: InputEvent | Unparsed) -> Processed:
+        """Judges one record already parsed by ``parse`` and remembers its effect."""
         if isinstance(parsed, Unparsed):
             result = self._unparsed(raw, source, parsed)
         else:
@@ -135,7 +144,7 @@ class Referee:
         ledger = self.games.get(game_id) if game_id is not None else None
         took_place = False
         if ledger is not None and seq is not None and game_id is not None:
-            if seq <= ledger.last_seq and self.seq_prints.get((game_id, seq)) == fp:
+            if seq <= ledger.last_seq and ledger.seq_prints.get(seq) == fp:
                 return Processed(
                     Outcome.DUPLICATE, game_id, seq, bad.event_id, None, fp, took_place=False
                 )
@@ -155,8 +164,8 @@ class Referee:
         kind = _KIND[type(event)]
         ledger = self.games.get(game_id)
         expected = 1 if ledger is None else ledger.last_seq + 1
-        known = self.event_prints.get((game_id, event_id))
-        if known == fp or (seq < expected and self.seq_prints.get((game_id, seq)) == fp):
+        known = None if ledger is None else ledger.event_prints.get(event_id)
+        if known == fp or (ledger is not None and ledger.seq_prints.get(seq) == fp):
             return Processed(Outcome.DUPLICATE, game_id, seq, event_id, kind, fp, took_place=False)
         problem = self._misplaced(event, ledger, expected, kind)
         if problem is not None:
@@ -269,10 +278,11 @@ class Referee:
     def _take_place(
         self, ledger: GameLedger, game_id: str, seq: int, event_id: str | None, fp: bytes
     ) -> None:
+        del game_id  # the ledger is the game's
         ledger.last_seq = seq
-        self.seq_prints[game_id, seq] = fp
+        ledger.seq_prints[seq] = fp
         if event_id is not None:
-            self.event_prints.setdefault((game_id, event_id), fp)
+            ledger.event_prints.setdefault(event_id, fp)
 
     def _rejection(
         self,

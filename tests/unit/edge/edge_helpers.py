@@ -31,9 +31,11 @@ def raw(data: dict[str, Any]) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
-def started(seq: int = 1, game_id: str = GAME, **rules: Any) -> dict[str, Any]:
+def started(
+    seq: int = 1, game_id: str = GAME, event_id: str | None = None, **rules: Any
+) -> dict[str, Any]:
     """A two-player game of ann and bob."""
-    return event("GameStarted", seq, game_id, players=["ann", "bob"], rules=rules)
+    return event("GameStarted", seq, game_id, event_id, players=["ann", "bob"], rules=rules)
 
 
 def dealt(

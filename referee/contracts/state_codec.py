@@ -1,0 +1,91 @@
+"""A game's state as stored in the projection: plain JSON, and back, losslessly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from referee.contracts.wire import RulesWire
+from referee.domain.rules import Rules
+from referee.domain.state import GameState, RoundState
+
+_encode = msgspec.json.Encoder(order="sorted").encode
+_decode = msgspec.json.Decoder().decode
+
+
+def rules_to_wire(rules: Rules) -> RulesWire:
+    """Returns the rules as their wire object (every option spelled out)."""
+    return RulesWire(
+        max_pip=rules.max_pip,  # type: ignore[arg-type]
+        draw=rules.draw,
+        draw_while_able=rules.draw_while_able,
+        block_confirmation=rules.block_confirmation,
+        block_points=rules.block_points,
+        domino_points=rules.domino_points,
+        tie=rules.tie,
+        rounding=rules.rounding,
+        double_blank=rules.double_blank,
+        foul_penalty=dict(rules.foul_penalty),
+        target_score=rules.target_score,
+    )
+
+
+def _round_to_json(rnd: RoundState) -> dict[str, Any]:
+    return {
+        "number": rnd.number,
+        "hands": [sorted(h) for h in rnd.hands],
+        "boneyard": sorted(rnd.boneyard),
+        "left": rnd.left,
+        "right": rnd.right,
+        "turn": rnd.turn,
+        "drew": rnd.drew,
+        "chain": list(rnd.chain),
+        "ended": rnd.ended,
+    }
+
+
+def encode_state(game: GameState) -> bytes:
+    """Returns the game's state as canonical JSON."""
+    return _encode(
+        {
+            "players": list(game.players),
+            "rules": rules_to_wire(game.rules),
+            "scores": list(game.scores),
+            "round": None if game.round is None else _round_to_json(game.round),
+            "winner": game.winner,
+        }
+    )
+
+
+def _tiles(items: list[list[int]]) -> frozenset[tuple[int, int]]:
+    return frozenset((a, b) for a, b in items)
+
+
+def decode_state(data: bytes | str) -> GameState:
+    """Returns the game's state from its stored JSON."""
+    doc = _decode(data)
+    players = tuple(doc["players"])
+    rules = msgspec.convert(doc["rules"], RulesWire).to_domain()
+    r = doc["round"]
+    rnd = None
+    if r is not None:
+        rnd = RoundState(
+            number=r["number"],
+            hands=tuple(_tiles(h) for h in r["hands"]),
+            boneyard=_tiles(r["boneyard"]),
+            left=r["left"],
+            right=r["right"],
+            turn=r["turn"],
+            drew=r["drew"],
+            chain=tuple(r["chain"]),
+            ended=r["ended"],
+        )
+    return GameState(
+        players=players,
+        rules=rules,
+        seats={p: i for i, p in enumerate(players)},
+        scores=tuple(doc["scores"]),
+        round=rnd,
+        winner=doc["winner"],
+    )

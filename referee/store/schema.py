@@ -1,0 +1,110 @@
+"""The append-only tables of the referee (SQLAlchemy 2 Core); created only by migrations."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Table,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData()
+
+APPEND_ONLY_TABLES = ("journal", "game_versions", "verdicts", "dead_letters", "consumer_positions")
+"""Tables no UPDATE, DELETE or TRUNCATE may touch (triggers raise)."""
+
+APP_ROLE = "referee_app"
+"""The application role: SELECT and INSERT only."""
+
+journal = Table(
+    "journal",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True, comment="arrival order"),
+    Column("source_topic", Text, nullable=False, comment="Kafka topic, or file:<path>"),
+    Column("source_partition", Integer, nullable=False),
+    Column("source_offset", BigInteger, nullable=False, comment="Kafka offset or line number"),
+    Column("game_id", Text),
+    Column("seq", Integer),
+    Column("event_id", Text),
+    Column("event_type", Text),
+    Column("outcome", Text, nullable=False, comment="applied, fouled, rejected, duplicate"),
+    Column("reason", Text, comment="rejection reason code"),
+    Column("took_place", Boolean, nullable=False, comment="took the next seq of its game"),
+    Column("fingerprint", LargeBinary, nullable=False),
+    Column("raw", LargeBinary, nullable=False, comment="the record exactly as received"),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="Every input record received, in arrival order, with its outcome.",
+)
+Index(
+    "journal_game_seq",
+    journal.c.game_id,
+    journal.c.seq,
+    unique=True,
+    postgresql_where=text("took_place"),
+)
+Index(
+    "journal_game_event",
+    journal.c.game_id,
+    journal.c.event_id,
+    postgresql_where=text("took_place"),
+)
+
+game_versions = Table(
+    "game_versions",
+    metadata,
+    Column("game_id", Text, primary_key=True),
+    Column("version", Integer, primary_key=True, comment="the last seq folded into this state"),
+    Column("state", JSONB, nullable=False),
+    Column("journal_id", BigInteger, nullable=False, comment="the last journal row folded"),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="The projection: each game's folded state, a version per processed batch.",
+)
+
+verdicts = Table(
+    "verdicts",
+    metadata,
+    Column("position", BigInteger, primary_key=True, autoincrement=True, comment="outbox order"),
+    Column("verdict_id", Text, nullable=False, unique=True),
+    Column("game_id", Text, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("cause_seq", Integer, nullable=False),
+    Column("journal_id", BigInteger, nullable=False),
+    Column("body", Text, nullable=False, comment="the canonical JSON, byte for byte"),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="Every verdict, in the order produced; also the outbox of the verdict topic.",
+)
+Index("verdicts_game", verdicts.c.game_id, verdicts.c.position)
+
+dead_letters = Table(
+    "dead_letters",
+    metadata,
+    Column("position", BigInteger, primary_key=True, autoincrement=True, comment="outbox order"),
+    Column("journal_id", BigInteger, nullable=False, unique=True),
+    Column("key", Text, comment="the input record's key (its game id)"),
+    Column("reason", Text, nullable=False),
+    Column("body", Text, nullable=False, comment="EventRejected, canonical JSON"),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="Every rejected input as EventRejected; the outbox of the dead-letter topic.",
+)
+
+consumer_positions = Table(
+    "consumer_positions",
+    metadata,
+    Column("group_id", Text, primary_key=True),
+    Column("topic", Text, primary_key=True),
+    Column("partition", Integer, primary_key=True),
+    Column("offset", BigInteger, primary_key=True, comment="the last offset processed"),
+    Column("journal_id", BigInteger, nullable=False),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="Input positions processed, written with the rows they account for.",
+)
