@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeGuard
 
 import msgspec
@@ -42,6 +43,13 @@ def parse_event(raw: bytes, max_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> InputEv
         return _explain(raw, str(exc))
     except msgspec.DecodeError as exc:
         return Unparsed(RejectionReason.MALFORMED_JSON, f"not valid JSON: {exc}", None, None, None)
+    if not _real_time(event.occurred_at):
+        return _unparsed(
+            raw,
+            RejectionReason.SCHEMA_VIOLATION,
+            f"{event.__struct_config__.tag}: {event.occurred_at!r} is not a real RFC 3339 time"
+            " - at `$.occurred_at`",
+        )
     if isinstance(event, GameStartedWire) and len(set(event.players)) != len(event.players):
         return _unparsed(
             raw,
@@ -49,6 +57,17 @@ def parse_event(raw: bytes, max_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> InputEv
             "GameStarted: players must be distinct - at `$.players`",
         )
     return event
+
+
+def _real_time(value: str) -> bool:
+    """Checks that a timestamp already shaped like RFC 3339 names a real instant."""
+    if value[17:19] == "60":  # a leap second: RFC 3339 allows it, datetime does not
+        value = value[:17] + "59" + value[19:]
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _explain(raw: bytes, message: str) -> Unparsed:

@@ -40,11 +40,9 @@ def judge(game: GameState | None, event: GameEvent) -> Judgement:
 
     Raises ``InvalidInput`` for an event that cannot be judged (it changes nothing).
     """
-    if isinstance(event, GameStarted):
-        if game is not None:
-            raise InvalidInput(RejectionReason.GAME_ALREADY_STARTED, "the game has already started")
-        return new_game(event.players, event.rules), NO_VERDICTS
     if game is None:
+        if isinstance(event, GameStarted):
+            return new_game(event.players, event.rules), NO_VERDICTS
         raise InvalidInput(
             RejectionReason.UNKNOWN_GAME,
             f"no GameStarted was seen for this game before {_kind(event)}",
@@ -53,6 +51,8 @@ def judge(game: GameState | None, event: GameEvent) -> Judgement:
         raise InvalidInput(
             RejectionReason.GAME_OVER, f"the game was already won by {game.winner!r}"
         )
+    if isinstance(event, GameStarted):
+        raise InvalidInput(RejectionReason.GAME_ALREADY_STARTED, "the game has already started")
     if isinstance(event, RoundStarted):
         return _start_round(game, event)
     return _act(game, event)

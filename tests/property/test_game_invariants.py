@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +30,7 @@ from referee.domain.rules import (
 )
 from referee.domain.state import GameState, RoundState
 from referee.domain.tiles import Tile, full_set, pip_count, shows, tile
-from referee.domain.verdicts import BlockDeclared, FoulRecorded, GameWon, RoundScored, Verdict
+from referee.domain.verdicts import BlockDeclared, FoulRecorded, GameWon, RoundScored
 
 VERDICT_ORDER = (FoulRecorded, BlockDeclared, RoundScored, GameWon)
 
@@ -140,7 +141,7 @@ def check_conservation(table: Table, rnd: RoundState) -> None:
         assert all(t[0] <= t[1] for t in part), "tiles are kept in their normal form"
 
 
-def check_block(table: Table, before: RoundState, after: GameState, v: BlockDeclared) -> None:
+def check_block(table: Table, after: GameState, v: BlockDeclared) -> None:
     """Both conditions of RULES.md section 4 hold when the block is declared."""
     rnd = after.round
     assert rnd is not None
@@ -154,7 +155,9 @@ def check_block(table: Table, before: RoundState, after: GameState, v: BlockDecl
         )
     assert v.open_ends == (rnd.left, rnd.right)
     rules = after.rules
-    counts = {p: pip_count(h, rules.double_blank) for p, h in zip(after.players, rnd.hands)}
+    counts = {
+        p: pip_count(h, rules.double_blank) for p, h in zip(after.players, rnd.hands, strict=True)
+    }
     assert dict(v.pip_counts) == counts
     if rules.block_confirmation is BlockConfirmation.FULL_ROUND:
         n = len(after.players)
@@ -164,7 +167,6 @@ def check_block(table: Table, before: RoundState, after: GameState, v: BlockDecl
         assert list(v.confirmed_by) == [after.players[(first + i) % n] for i in range(n)]
     else:
         assert v.confirmed_by == ()
-    del before
     table.blocks += 1
     table.declared += 1
 
@@ -219,7 +221,7 @@ def step(table: Table, event: GameEvent) -> None:
             table.fouls += 1
         elif isinstance(v, BlockDeclared):
             assert rnd_before is not None
-            check_block(table, rnd_before, after, v)
+            check_block(table, after, v)
         elif isinstance(v, RoundScored):
             check_scored(table, after, v)
         elif isinstance(v, GameWon):
@@ -263,9 +265,7 @@ def play_game(rng: random.Random, rules: Rules, players: int, foul_rate: float) 
     return table
 
 
-PROPERTY = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @PROPERTY

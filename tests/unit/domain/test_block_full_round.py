@@ -144,6 +144,7 @@ def test_after_a_fouled_pass_a_new_full_round_is_needed() -> None:
     declared = only(produced[-1], BlockDeclared)
     assert declared.confirmed_by == ("cid", "ann", "bob")
     assert all(v == () for v in produced[2:-1])
+    assert rnd(after).ended is True
 
 
 @pytest.mark.parametrize(

@@ -215,9 +215,7 @@ def test_under_until_playable_passing_without_drawing_is_an_applied_pass_before_
 
     after, verdicts = pass_(game, "ann")
 
-    assert verdicts == (
-        FoulRecorded("ann", FoulKind.PASS_BEFORE_DRAWING, applied=True, penalty=0),
-    )
+    assert verdicts == (FoulRecorded("ann", FoulKind.PASS_BEFORE_DRAWING, applied=True, penalty=0),)
     assert turn(after) == "bob"
     assert hand(after, "ann") == tiles("1-1")
     assert rnd(after).boneyard == tiles("4-5 5-5 6-6")

@@ -127,9 +127,7 @@ def test_a_legal_play_records_nothing_and_passes_the_turn() -> None:
     assert turn(after) == "bob"
 
 
-def test_a_rejected_play_leaves_the_hand_layout_boneyard_turn_and_drawn_flag_as_they_were() -> (
-    None
-):
+def test_a_rejected_play_leaves_the_hand_layout_boneyard_turn_and_drawn_flag_as_they_were() -> None:
     game = table("ann: 1-1 5-5 | bob: 2-2 | boneyard: 4-4 | left 3 right 6 | drew")
 
     after, verdicts = play(game, "ann", "5-5", "left")
@@ -198,9 +196,7 @@ def test_every_rejected_foul_kind_is_announced_as_not_applied(player: str) -> No
     )
 
 
-def test_the_foul_kinds_that_stand_are_exactly_draw_while_able_false_pass_and_pass_before() -> (
-    None
-):
+def test_the_foul_kinds_that_stand_are_exactly_draw_while_able_false_pass_and_pass_before() -> None:
     applied = {k for k in FoulKind if not k.is_rejected}
 
     assert applied == {

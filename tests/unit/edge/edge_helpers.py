@@ -13,7 +13,9 @@ AT = "2026-11-30T12:00:00Z"
 SOURCE = FileSource("edge.jsonl", 1)
 
 
-def event(kind: str, seq: int, game_id: str = GAME, event_id: str | None = None, **fields: Any) -> dict[str, Any]:
+def event(
+    kind: str, seq: int, game_id: str = GAME, event_id: str | None = None, **fields: Any
+) -> dict[str, Any]:
     """Returns one input event as a dict, every envelope field filled in."""
     return {
         "event_id": event_id if event_id is not None else f"{game_id}-e{seq:04d}",
@@ -86,9 +88,7 @@ class Table:
 
     def feed(self, *events: dict[str, Any] | bytes) -> list[Processed]:
         """Processes each event in order and returns the results."""
-        return [
-            self.referee.process(e if isinstance(e, bytes) else raw(e), SOURCE) for e in events
-        ]
+        return [self.referee.process(e if isinstance(e, bytes) else raw(e), SOURCE) for e in events]
 
     def one(self, data: dict[str, Any] | bytes) -> Processed:
         """Processes one event and returns its result."""

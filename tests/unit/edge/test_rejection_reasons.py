@@ -132,9 +132,7 @@ SCHEMA_CASES: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
 }
 
 
-@pytest.mark.parametrize(
-    ("data", "mentions"), list(SCHEMA_CASES.values()), ids=list(SCHEMA_CASES)
-)
+@pytest.mark.parametrize(("data", "mentions"), list(SCHEMA_CASES.values()), ids=list(SCHEMA_CASES))
 def test_schema_violation_names_the_field(data: dict[str, Any], mentions: tuple[str, ...]) -> None:
     result = Table().one(raw(data))
     rejected(result, "schema_violation", *mentions)
@@ -480,7 +478,12 @@ def test_the_rejection_is_event_rejected_json_with_its_source() -> None:
 
 @pytest.mark.parametrize(
     "stamp",
-    ["2026-13-01T12:00:00Z", "2026-02-30T12:00:00Z", "2026-11-30T25:00:00Z", "2026-11-30T12:61:00Z"],
+    [
+        "2026-13-01T12:00:00Z",
+        "2026-02-30T12:00:00Z",
+        "2026-11-30T25:00:00Z",
+        "2026-11-30T12:61:00Z",
+    ],
 )
 def test_occurred_at_must_be_a_real_rfc3339_time(stamp: str) -> None:
     # EVENTS.md: `occurred_at` is an "RFC 3339 timestamp"; month 13, February 30, hour 25 and

@@ -259,8 +259,22 @@ def test_canonical_json_keeps_unicode_as_utf8() -> None:
     (scored,) = table.one(raw(event("TilePlayed", 3, round=1, player="zoë", tile=[6, 6]))).verdicts
     line = encode_canonical(scored)
     assert "zoë".encode() in line
-    assert line == json.dumps(json.loads(line), sort_keys=True, separators=(",", ":"),
-                              ensure_ascii=False).encode()
+    assert (
+        line
+        == json.dumps(
+            json.loads(line), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ).encode()
+    )
+
+
+def test_canonical_json_sorts_player_keys_not_seats() -> None:
+    table = Table()
+    table.one(raw(event("GameStarted", 1, players=["zed", "Amy", "bob"], rules={})))
+    table.one(raw(dealt(hands={"zed": [[6, 6]], "Amy": [[6, 5]], "bob": [[1, 1]]}, leader="zed")))
+    (scored,) = table.one(raw(event("TilePlayed", 3, round=1, player="zed", tile=[6, 6]))).verdicts
+    line = encode_canonical(scored)
+    assert b'"pip_counts":{"Amy":11,"bob":2,"zed":0}' in line
+    assert b'"awards":{"Amy":0,"bob":0,"zed":13}' in line
 
 
 def test_occurred_at_is_copied_from_the_cause() -> None:
@@ -270,7 +284,9 @@ def test_occurred_at_is_copied_from_the_cause() -> None:
 
 
 def test_a_kafka_source_is_recorded() -> None:
-    result = Table().referee.process(raw(passed(2, "ann")), KafkaSource("domino.game-events", 3, 41))
+    result = Table().referee.process(
+        raw(passed(2, "ann")), KafkaSource("domino.game-events", 3, 41)
+    )
     assert result.rejection is not None
     record = json.loads(encode_canonical(result.rejection))
     assert record["source"] == {
@@ -302,10 +318,19 @@ def test_the_tally_counts_every_record_once() -> None:
     tally = table.referee.tally
     assert tally.records == 11
     assert tally.duplicates == 2
-    assert tally.events == {"GameStarted": 1, "RoundStarted": 1, "Passed": 1, "TileDrawn": 1,
-                            "TilePlayed": 1}
-    assert tally.rejections == {"malformed_json": 1, "seq_conflict": 1, "seq_gap": 1,
-                                "unknown_game": 1}
+    assert tally.events == {
+        "GameStarted": 1,
+        "RoundStarted": 1,
+        "Passed": 1,
+        "TileDrawn": 1,
+        "TilePlayed": 1,
+    }
+    assert tally.rejections == {
+        "malformed_json": 1,
+        "seq_conflict": 1,
+        "seq_gap": 1,
+        "unknown_game": 1,
+    }
     assert tally.verdicts == {"FoulRecorded": 1}
     assert tally.records == sum(tally.events.values()) + sum(tally.rejections.values()) + (
         tally.duplicates

@@ -1,0 +1,70 @@
+"""``referee audit`` passes on an honest store and catches a forged or altered verdict."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.integration.conftest import execute
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "tournament.jsonl"
+
+
+def _referee(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "referee", *args], capture_output=True, text=True, check=False
+    )
+
+
+async def _store_example(url: str) -> None:
+    done = await asyncio.to_thread(
+        _referee, "replay", str(EXAMPLE), "--database", url, "--output", "/dev/null"
+    )
+    assert done.returncode == 0, done.stderr
+
+
+async def test_audit_passes_on_a_clean_store(migrated_database: str) -> None:
+    await _store_example(migrated_database)
+    report = await asyncio.to_thread(_referee, "audit", "--database", migrated_database)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "audit passed" in report.stdout
+    assert "verdicts: 71 stored, 71 re-derived" in report.stdout
+
+
+async def test_audit_fails_on_a_forged_verdict(migrated_database: str) -> None:
+    await _store_example(migrated_database)
+    forged = (
+        '{"cause_event_id":"x","cause_seq":3,"cumulative":{"p0":500},"game_id":"sim-42-000001",'
+        '"occurred_at":"2026-11-30T12:00:00Z","round":1,"schema_version":1,"type":"GameWon",'
+        '"verdict_id":"00000000-0000-5000-8000-000000000000","winner":"p0"}'
+    )
+    await execute(
+        migrated_database,
+        "INSERT INTO verdicts (verdict_id, game_id, type, cause_seq, journal_id, body) "
+        "VALUES ('00000000-0000-5000-8000-000000000000', 'sim-42-000001', 'GameWon', 3, 3, $1)",
+        forged,
+    )
+    report = await asyncio.to_thread(_referee, "audit", "--database", migrated_database)
+    assert report.returncode == 1
+    assert "audit FAILED" in report.stdout
+    assert "sim-42-000001" in report.stdout
+
+
+async def test_audit_fails_on_a_verdict_altered_behind_the_triggers_back(
+    migrated_database: str,
+) -> None:
+    await _store_example(migrated_database)
+    # Only a superuser who disables the trigger can do this; the test does it on purpose.
+    await execute(
+        migrated_database,
+        "ALTER TABLE verdicts DISABLE TRIGGER verdicts_append_only;"
+        "UPDATE verdicts SET body = replace(body, '\"penalty\":0', '\"penalty\":9') "
+        "WHERE position = (SELECT min(position) FROM verdicts WHERE type = 'FoulRecorded');"
+        "ALTER TABLE verdicts ENABLE TRIGGER verdicts_append_only",
+    )
+    report = await asyncio.to_thread(_referee, "audit", "--database", migrated_database)
+    assert report.returncode == 1
+    assert '"penalty":9' in report.stdout

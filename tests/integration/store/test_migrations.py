@@ -1,0 +1,51 @@
+"""The schema exists only through Alembic, and the models match what it creates."""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy.engine import Connection
+
+from referee.store.database import create_engine, downgrade, migrate
+from referee.store.schema import APPEND_ONLY_TABLES, metadata
+from tests.integration.conftest import fetch
+
+VIEWS = {"current_games", "standings", "player_fouls", "current_positions"}
+
+
+async def _tables(url: str) -> set[str]:
+    rows = await fetch(
+        url,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'",
+    )
+    return {r["table_name"] for r in rows}
+
+
+async def test_upgrade_from_empty_to_head_then_down_to_base_and_up_again(
+    empty_database: str,
+) -> None:
+    await asyncio.to_thread(migrate, empty_database)
+    assert await _tables(empty_database) >= {*APPEND_ONLY_TABLES, *VIEWS, "alembic_version"}
+    await asyncio.to_thread(downgrade, empty_database)
+    assert await _tables(empty_database) == {"alembic_version"}
+    await asyncio.to_thread(migrate, empty_database)
+    assert await _tables(empty_database) >= {*APPEND_ONLY_TABLES, *VIEWS}
+
+
+async def test_autogenerate_finds_no_difference_between_models_and_migrations(
+    migrated_database: str,
+) -> None:
+    engine = create_engine(migrated_database)
+
+    def diff(conn: Connection) -> list[object]:
+        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        return list(compare_metadata(context, metadata))
+
+    try:
+        async with engine.connect() as conn:
+            differences = await conn.run_sync(diff)
+    finally:
+        await engine.dispose()
+    assert differences == []
