@@ -45,6 +45,18 @@ class StepResult:
     """Records at or below the stored position: already processed before."""
 
 
+class PositionMoved(Exception):  # noqa: N818 - a fact, like the events
+    """Another consumer committed this partition further than this one knew: it must re-seek."""
+
+    def __init__(self, topic: str, partition: int, stored: int, expected: int) -> None:
+        super().__init__(
+            f"{topic}[{partition}] is at {stored} in the store, this consumer expected {expected}"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.stored = stored
+
+
 class ProcessingStep:
     """The unit of work of the referee, bound to one consumer group."""
 
@@ -94,6 +106,7 @@ class ProcessingStep:
         touched = {g for p in parsed if (g := p.game_id) is not None}
         try:
             async with self.engine.begin() as conn:
+                await self._fence(conn, {(r.topic, r.partition) for r in fresh})
                 await self._load(conn, parsed, touched)
                 result.processed = [
                     (record, self.referee.apply(record.raw, record.source, event))
@@ -110,6 +123,20 @@ class ProcessingStep:
             self.positions[record.topic, record.partition] = record.offset
         self._trim()
         return result
+
+    async def _fence(self, conn: Any, partitions: set[tuple[str, int]]) -> None:
+        """Locks the batch's partitions for this transaction and checks nobody moved them.
+
+        After a rebalance, the old owner may still be committing a batch of a partition the
+        new owner has started on; the lock serialises them and the check makes the second one
+        give up and re-seek, so no record is ever processed twice.
+        """
+        for topic, partition in sorted(partitions):
+            stored = await repository.lock_position(conn, self.group_id, topic, partition)
+            expected = self.positions[topic, partition]
+            if stored != expected:
+                self.positions[topic, partition] = stored
+                raise PositionMoved(topic, partition, stored, expected)
 
     async def _ensure_positions(self, records: list[InputRecord]) -> None:
         missing: dict[str, list[int]] = {}

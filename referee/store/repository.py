@@ -75,6 +75,23 @@ async def load_positions(
     return {int(p): int(o) for p, o in result.all()}
 
 
+async def lock_position(conn: AsyncConnection, group_id: str, topic: str, partition: int) -> int:
+    """Takes the partition's transaction lock; returns its stored offset (-1 if none)."""
+    await conn.execute(
+        text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"),
+        {"k": f"{group_id}\x1f{topic}\x1f{partition}"},
+    )
+    result = await conn.execute(
+        text(
+            'SELECT max("offset") FROM consumer_positions '
+            "WHERE group_id = :g AND topic = :t AND partition = :p"
+        ),
+        {"g": group_id, "t": topic, "p": partition},
+    )
+    stored = result.scalar()
+    return -1 if stored is None else int(stored)
+
+
 async def load_games(conn: AsyncConnection, game_ids: Sequence[str]) -> list[StoredGame]:
     """Returns the newest version of each of these games that has one."""
     if not game_ids:

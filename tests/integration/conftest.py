@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -70,12 +70,12 @@ async def empty_database(admin_url: str) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-def migrated_database(empty_database: str) -> Iterator[str]:
+def migrated_database(empty_database: str) -> str:
     """A fresh database migrated to head."""
     from referee.store.database import migrate
 
     migrate(empty_database)
-    yield empty_database
+    return empty_database
 
 
 async def fetch(url: str, query: str, *args: object) -> list[asyncpg.Record]:

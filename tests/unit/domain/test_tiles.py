@@ -155,3 +155,13 @@ def test_on_an_empty_layout_every_tile_in_hand_can_be_played() -> None:
 
     assert round_.can_play(0) is True
     assert round_.legal_plays(0) == [((1, 2), None), ((5, 6), None)]
+
+
+def test_a_tile_dealt_to_the_boneyard_as_5_3_is_drawn_as_3_5() -> None:
+    game = deal("ann: 1-1 | bob: 2-2 | boneyard: 5-3 | leader bob")
+
+    after, verdicts = draw(game, "bob", "3-5")
+
+    assert verdicts == ()
+    assert hand(after, "bob") == tiles("2-2 3-5")
+    assert rnd(after).boneyard == frozenset()
