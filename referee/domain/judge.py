@@ -8,6 +8,7 @@ from referee.domain.block import block_proposer, extend_chain
 from referee.domain.errors import InvalidInput, RejectionReason
 from referee.domain.events import (
     Action,
+    End,
     GameEvent,
     GameStarted,
     Passed,
@@ -19,7 +20,7 @@ from referee.domain.fouls import FoulKind
 from referee.domain.rules import BlockConfirmation, DrawRule, DrawWhileAble
 from referee.domain.scoring import Award, game_winner, score_block, score_domino
 from referee.domain.state import GameState, RoundState, hand_can_play, new_game
-from referee.domain.tiles import Tile, format_tile, in_set, other_half, shows, tile
+from referee.domain.tiles import Tile, format_tile, in_set, tile
 from referee.domain.verdicts import (
     BlockDeclared,
     FoulRecorded,
@@ -196,30 +197,38 @@ def _rejected(game: GameState, seat: int, foul: FoulKind) -> Judgement:
 
 
 def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Judgement:
-    t = tile(*action.tile)
+    # The hottest path of the referee: written out plainly rather than through helpers.
+    a, b = action.tile
+    t = (a, b) if a <= b else (b, a)
     hand = rnd.hands[seat]
     if t not in hand:
         return _rejected(game, seat, FoulKind.TILE_NOT_IN_HAND)
     left, right = rnd.left, rnd.right
     if left is None or right is None:
         # The first tile opens the line as written: [x, y] gives left = x, right = y.
-        left, right = action.tile
+        left, right = a, b
     else:
         end = action.end
         if end is None:
             return _rejected(game, seat, FoulKind.END_MISSING)
-        value = rnd.end_value(end)
-        if value is None or not shows(t, value):
-            return _rejected(game, seat, FoulKind.TILE_DOES_NOT_MATCH)
-        if end.value == "left":
-            left = other_half(t, value)
+        value = left if end is End.LEFT else right
+        if a == value:
+            shown = b
+        elif b == value:
+            shown = a
         else:
-            right = other_half(t, value)
-    hands = _replace(rnd.hands, seat, hand - {t})
+            return _rejected(game, seat, FoulKind.TILE_DOES_NOT_MATCH)
+        if end is End.LEFT:
+            left = shown
+        else:
+            right = shown
+    hands = rnd.hands
+    played = hand - {t}
+    hands = (*hands[:seat], played, *hands[seat + 1 :])
     after = RoundState(
-        rnd.number, hands, rnd.boneyard, left, right, game.next_seat(seat), drew=False, chain=()
+        rnd.number, hands, rnd.boneyard, left, right, (seat + 1) % len(game.players), False, ()  # noqa: FBT003
     )
-    if not hands[seat]:
+    if not played:
         return _end_round(game, after, seat, RoundEnd.DOMINO, ())
     return _after_applied(game, after, seat, ())
 
@@ -275,8 +284,11 @@ def _after_applied(
     game: GameState, rnd: RoundState, actor: int, verdicts: tuple[Verdict, ...]
 ) -> Judgement:
     mode = game.rules.block_confirmation
-    if mode is BlockConfirmation.FULL_ROUND and not rnd.chain:
-        return game.with_round(rnd), verdicts  # fast path: no chain, no block
+    if mode is BlockConfirmation.FULL_ROUND and not rnd.chain:  # no chain, no block
+        return (
+            GameState(game.players, game.rules, game.seats, game.scores, rnd, game.winner),
+            verdicts,
+        )
     proposer = block_proposer(rnd, mode, actor, len(game.players))
     if proposer is None:
         return game.with_round(rnd), verdicts
