@@ -226,7 +226,14 @@ def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Ju
     played = hand - {t}
     hands = (*hands[:seat], played, *hands[seat + 1 :])
     after = RoundState(
-        rnd.number, hands, rnd.boneyard, left, right, (seat + 1) % len(game.players), False, ()  # noqa: FBT003
+        rnd.number,
+        hands,
+        rnd.boneyard,
+        left,
+        right,
+        (seat + 1) % len(game.players),
+        False,  # noqa: FBT003
+        (),
     )
     if not played:
         return _end_round(game, after, seat, RoundEnd.DOMINO, ())

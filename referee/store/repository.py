@@ -140,16 +140,31 @@ async def reserve_journal_ids(conn: AsyncConnection, count: int) -> list[int]:
     return sorted(int(r[0]) for r in result.all())
 
 
+OUTBOX_LOCK = 0x5245_4645_5245_45  # "REFEREE": one lock for both outboxes
+
+
 async def append(conn: AsyncConnection, rows: Rows) -> None:
-    """Appends one step's rows with COPY, inside the caller's transaction."""
+    """Appends one step's rows with COPY, inside the caller's transaction.
+
+    The outbox rows go last, under a transaction lock shared by every writer: outbox
+    positions are then taken in commit order, so a relay reading positions in order never
+    passes over a row that commits later.
+    """
     raw = await conn.get_raw_connection()
     driver: Any = raw.driver_connection
     for table, columns, records in (
         ("journal", JOURNAL_COLUMNS, rows.journal),
         ("game_versions", VERSION_COLUMNS, rows.versions),
+        ("consumer_positions", POSITION_COLUMNS, rows.positions),
+    ):
+        if records:
+            await driver.copy_records_to_table(table, records=records, columns=columns)
+    if not rows.verdicts and not rows.dead_letters:
+        return
+    await driver.execute("SELECT pg_advisory_xact_lock($1)", OUTBOX_LOCK)
+    for table, columns, records in (
         ("verdicts", VERDICT_COLUMNS, rows.verdicts),
         ("dead_letters", DEAD_LETTER_COLUMNS, rows.dead_letters),
-        ("consumer_positions", POSITION_COLUMNS, rows.positions),
     ):
         if records:
             await driver.copy_records_to_table(table, records=records, columns=columns)

@@ -20,7 +20,14 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 metadata = MetaData()
 
-APPEND_ONLY_TABLES = ("journal", "game_versions", "verdicts", "dead_letters", "consumer_positions")
+APPEND_ONLY_TABLES = (
+    "journal",
+    "game_versions",
+    "verdicts",
+    "dead_letters",
+    "consumer_positions",
+    "relay_checkpoints",
+)
 """Tables no UPDATE, DELETE or TRUNCATE may touch (triggers raise)."""
 
 APP_ROLE = "referee_app"
@@ -107,4 +114,18 @@ consumer_positions = Table(
     Column("journal_id", BigInteger, nullable=False),
     Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     comment="Input positions processed, written with the rows they account for.",
+)
+
+relay_checkpoints = Table(
+    "relay_checkpoints",
+    metadata,
+    Column("outbox", Text, primary_key=True, comment="verdicts or dead_letters"),
+    Column(
+        "position",
+        BigInteger,
+        primary_key=True,
+        comment="every outbox row up to here is on its topic",
+    ),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="Relay progress, appended as it goes; the newest row per outbox counts.",
 )

@@ -28,11 +28,14 @@ async def test_update_and_delete_fail_even_for_a_superuser(
         "INSERT INTO verdicts (verdict_id, game_id, type, cause_seq, journal_id, body) "
         "VALUES ('v', 'g', 'GameWon', 1, 1, '{}');"
         "INSERT INTO dead_letters (journal_id, reason, body) VALUES (1, 'too_large', '{}');"
-        "INSERT INTO consumer_positions VALUES ('grp', 't', 0, 1, 1, now())",
+        "INSERT INTO consumer_positions VALUES ('grp', 't', 0, 1, 1, now());"
+        "INSERT INTO relay_checkpoints VALUES ('verdicts', 1, now())",
     )
-    column = {"consumer_positions": '"offset"', "game_versions": "version"}.get(
-        table, "recorded_at"
-    )
+    column = {
+        "consumer_positions": '"offset"',
+        "game_versions": "version",
+        "relay_checkpoints": "position",
+    }.get(table, "recorded_at")
     with pytest.raises(asyncpg.InsufficientPrivilegeError, match="append-only"):
         await execute(migrated_database, f"UPDATE {table} SET {column} = {column}")
     with pytest.raises(asyncpg.InsufficientPrivilegeError, match="append-only"):
