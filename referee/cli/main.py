@@ -86,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
         "--keyed", action="store_true", help="prefix each line with its game id and a tab"
     )
     simulate.set_defaults(handler=_simulate)
+    serve = sub.add_parser("serve", help="run the live referee on Kafka (see README)")
+    serve.add_argument(
+        "--migrate", action="store_true", help="upgrade the database schema before starting"
+    )
+    serve.set_defaults(handler=_serve)
+
     schemas = sub.add_parser("schemas", help="write the JSON Schemas of every message")
     schemas.add_argument("--output", type=Path, default=Path("schemas"), help="directory")
     schemas.set_defaults(handler=_schemas)
@@ -112,10 +118,20 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _schemas(args: argparse.Namespace) -> int:
     from referee.contracts.schemas import write_schemas
+    from referee.service.asyncapi import render_asyncapi
 
     for path in write_schemas(args.output):
         print(path, file=sys.stderr)
+    asyncapi = args.output / "asyncapi.json"
+    asyncapi.write_text(render_asyncapi(), encoding="utf-8")
+    print(asyncapi, file=sys.stderr)
     return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from referee.cli.serve import serve
+
+    return serve(migrate_first=args.migrate)
 
 
 def _open_out(path: Path | None) -> BinaryIO:

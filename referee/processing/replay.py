@@ -50,12 +50,11 @@ class ReplayReport:
 
 
 def read_log(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Yields (line number, line) for every non-blank line of a JSON Lines log."""
+    """Yields (line number, line without its line break) for every non-blank line of a log."""
     with path.open("rb") as f:
         for number, line in enumerate(f, start=1):
-            stripped = line.strip()
-            if stripped:
-                yield number, stripped
+            if line.strip():  # blank lines are skipped; others are kept as they are
+                yield number, line.rstrip(b"\r\n")
 
 
 def default_workers(log: Path) -> int:

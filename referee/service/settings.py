@@ -42,6 +42,12 @@ class Settings(BaseSettings):
         default="domino.game-events.dlq", description="Topic of rejected input (EventRejected)."
     )
     group_id: str = Field(default="referee", description="Kafka consumer group id.")
+    kafka_session_timeout_ms: int = Field(
+        default=10_000,
+        ge=1000,
+        description="How long the group waits for a silent instance before moving its "
+        "partitions (within the broker's group.min/max.session.timeout.ms).",
+    )
     batch_size: int = Field(default=500, ge=1, description="Most records in one processing step.")
     batch_linger_ms: int = Field(
         default=50, ge=0, description="How long to wait for a batch to fill, in milliseconds."

@@ -152,19 +152,21 @@ async def append(conn: AsyncConnection, rows: Rows) -> None:
     """
     raw = await conn.get_raw_connection()
     driver: Any = raw.driver_connection
-    for table, columns, records in (
+    plain: tuple[tuple[str, tuple[str, ...], list[tuple[Any, ...]]], ...] = (
         ("journal", JOURNAL_COLUMNS, rows.journal),
         ("game_versions", VERSION_COLUMNS, rows.versions),
         ("consumer_positions", POSITION_COLUMNS, rows.positions),
-    ):
+    )
+    for table, columns, records in plain:
         if records:
             await driver.copy_records_to_table(table, records=records, columns=columns)
     if not rows.verdicts and not rows.dead_letters:
         return
     await driver.execute("SELECT pg_advisory_xact_lock($1)", OUTBOX_LOCK)
-    for table, columns, records in (
+    outboxes: tuple[tuple[str, tuple[str, ...], list[tuple[Any, ...]]], ...] = (
         ("verdicts", VERDICT_COLUMNS, rows.verdicts),
         ("dead_letters", DEAD_LETTER_COLUMNS, rows.dead_letters),
-    ):
+    )
+    for table, columns, records in outboxes:
         if records:
             await driver.copy_records_to_table(table, records=records, columns=columns)

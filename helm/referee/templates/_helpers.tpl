@@ -133,6 +133,7 @@ REFEREE_INPUT_TOPIC: {{ .Values.kafka.topics.input | quote }}
 REFEREE_VERDICT_TOPIC: {{ .Values.kafka.topics.verdicts | quote }}
 REFEREE_DLQ_TOPIC: {{ .Values.kafka.topics.dlq | quote }}
 REFEREE_GROUP_ID: {{ .Values.kafka.groupId | quote }}
+REFEREE_KAFKA_SESSION_TIMEOUT_MS: {{ .Values.kafka.sessionTimeoutMs | toString | quote }}
 REFEREE_BATCH_SIZE: {{ .Values.config.batchSize | toString | quote }}
 REFEREE_BATCH_LINGER_MS: {{ .Values.config.batchLingerMs | toString | quote }}
 REFEREE_MAX_EVENT_BYTES: {{ .Values.config.maxEventBytes | toString | quote }}

@@ -1,0 +1,39 @@
+"""Structured JSON logs: one object per line on standard error."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+_STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """Formats a record as one JSON object, extra fields included."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Returns the record as a JSON line."""
+        doc: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        doc.update((k, v) for k, v in record.__dict__.items() if k not in _STANDARD and k[0] != "_")
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str, ensure_ascii=False)
+
+
+def configure_logging(level: str) -> None:
+    """Sends every log record to standard error as JSON."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for noisy in ("aiokafka", "faststream"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
