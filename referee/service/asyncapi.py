@@ -101,4 +101,4 @@ def _rebase_defs(node: Any, base: str) -> Any:
 
 def render_asyncapi() -> str:
     """Returns the document as committed in ``schemas/asyncapi.json``."""
-    return json.dumps(asyncapi_document(), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(asyncapi_document(), indent=2, ensure_ascii=False, sort_keys=True) + "\n"
