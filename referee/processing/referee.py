@@ -21,7 +21,7 @@ from referee.contracts.wire import INPUT_EVENTS, GameStartedWire, InputEvent
 from referee.domain.errors import InvalidInput, RejectionReason
 from referee.domain.judge import judge
 from referee.domain.state import GameState
-from referee.domain.verdicts import FoulRecorded
+from referee.domain.verdicts import FoulRecorded, Verdict
 
 
 class Outcome(StrEnum):
@@ -108,6 +108,8 @@ def fingerprint(data: bytes) -> bytes:
 
 
 _ENCODE = msgspec.json.Encoder().encode
+_blake2b = hashlib.blake2b
+_APPLIED = Outcome.APPLIED
 _KIND = {cls: cls.__name__.removesuffix("Wire") for cls in INPUT_EVENTS}
 
 
@@ -159,10 +161,41 @@ class Referee:
     # --- valid events ---------------------------------------------------------------------------
 
     def _judge(self, raw: bytes, source: Source, event: InputEvent) -> Processed:
-        fp = fingerprint(_ENCODE(event))
+        fp = _blake2b(_ENCODE(event), digest_size=16).digest()
         game_id, seq, event_id = event.game_id, event.seq, event.event_id
         kind = _KIND[type(event)]
         ledger = self.games.get(game_id)
+        if ledger is not None and seq == ledger.last_seq + 1:
+            # The common case, kept short: the next event of a known game.
+            known = ledger.event_prints.get(event_id)
+            if known is None:
+                try:
+                    state, verdicts = judge(ledger.state, event.to_domain())
+                except InvalidInput as exc:
+                    self._take_place(ledger, game_id, seq, event_id, fp)
+                    return self._reject(
+                        raw, source, event, kind, fp, exc.reason, exc.detail, took_place=True
+                    )
+                ledger.state = state
+                ledger.last_seq = seq
+                ledger.seq_prints[seq] = fp
+                ledger.event_prints[event_id] = fp
+                if not verdicts:
+                    return Processed(_APPLIED, game_id, seq, event_id, kind, fp, True)  # noqa: FBT003
+                return self._verdicts(event, kind, fp, verdicts)
+        return self._judge_unusual(raw, source, event, kind, fp, ledger)
+
+    def _judge_unusual(
+        self,
+        raw: bytes,
+        source: Source,
+        event: InputEvent,
+        kind: str,
+        fp: bytes,
+        ledger: GameLedger | None,
+    ) -> Processed:
+        """Every case but the next event of a known game with a fresh event id."""
+        game_id, seq, event_id = event.game_id, event.seq, event.event_id
         expected = 1 if ledger is None else ledger.last_seq + 1
         known = None if ledger is None else ledger.event_prints.get(event_id)
         if known == fp or (ledger is not None and ledger.seq_prints.get(seq) == fp):
@@ -196,6 +229,12 @@ class Referee:
         self._take_place(ledger, game_id, seq, event_id, fp)
         if not verdicts:
             return Processed(Outcome.APPLIED, game_id, seq, event_id, kind, fp, took_place=True)
+        return self._verdicts(event, kind, fp, verdicts)
+
+    def _verdicts(
+        self, event: InputEvent, kind: str, fp: bytes, verdicts: tuple[Verdict, ...]
+    ) -> Processed:
+        game_id, seq, event_id = event.game_id, event.seq, event.event_id
         round_no = event.round_no
         wired = tuple(
             to_wire(
