@@ -7,28 +7,10 @@ from typing import Any
 import msgspec
 
 from referee.contracts.wire import RulesWire
-from referee.domain.rules import Rules
 from referee.domain.state import GameState, RoundState
 
 _encode = msgspec.json.Encoder(order="sorted").encode
 _decode = msgspec.json.Decoder().decode
-
-
-def rules_to_wire(rules: Rules) -> RulesWire:
-    """Returns the rules as their wire object (every option spelled out)."""
-    return RulesWire(
-        max_pip=rules.max_pip,  # type: ignore[arg-type]
-        draw=rules.draw,
-        draw_while_able=rules.draw_while_able,
-        block_confirmation=rules.block_confirmation,
-        block_points=rules.block_points,
-        domino_points=rules.domino_points,
-        tie=rules.tie,
-        rounding=rules.rounding,
-        double_blank=rules.double_blank,
-        foul_penalty=dict(rules.foul_penalty),
-        target_score=rules.target_score,
-    )
 
 
 def _round_to_json(rnd: RoundState) -> dict[str, Any]:
@@ -50,7 +32,7 @@ def encode_state(game: GameState) -> bytes:
     return _encode(
         {
             "players": list(game.players),
-            "rules": rules_to_wire(game.rules),
+            "rules": RulesWire.from_domain(game.rules),
             "scores": list(game.scores),
             "round": None if game.round is None else _round_to_json(game.round),
             "winner": game.winner,

@@ -65,6 +65,23 @@ class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     foul_penalty: dict[FoulKind, Penalty] = msgspec.field(default_factory=dict)
     target_score: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
+    @classmethod
+    def from_domain(cls, rules: Rules) -> RulesWire:
+        """Returns the domain's rules as their wire object, every option spelled out."""
+        return cls(
+            max_pip=rules.max_pip,  # type: ignore[arg-type]
+            draw=rules.draw,
+            draw_while_able=rules.draw_while_able,
+            block_confirmation=rules.block_confirmation,
+            block_points=rules.block_points,
+            domino_points=rules.domino_points,
+            tie=rules.tie,
+            rounding=rules.rounding,
+            double_blank=rules.double_blank,
+            foul_penalty=dict(rules.foul_penalty),
+            target_score=rules.target_score,
+        )
+
     def to_domain(self) -> Rules:
         """Returns the domain's rules."""
         return Rules(
