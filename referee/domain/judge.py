@@ -52,11 +52,12 @@ def judge(game: GameState | None, event: GameEvent) -> Judgement:
         raise InvalidInput(
             RejectionReason.GAME_OVER, f"the game was already won by {game.winner!r}"
         )
-    if isinstance(event, GameStarted):
-        raise InvalidInput(RejectionReason.GAME_ALREADY_STARTED, "the game has already started")
+    kind = type(event)
+    if kind is TilePlayed or kind is TileDrawn or kind is Passed:
+        return _act(game, event)  # type: ignore[arg-type]
     if isinstance(event, RoundStarted):
         return _start_round(game, event)
-    return _act(game, event)
+    raise InvalidInput(RejectionReason.GAME_ALREADY_STARTED, "the game has already started")
 
 
 def fold(events: Iterable[GameEvent], game: GameState | None = None) -> Judgement:
@@ -174,11 +175,12 @@ def _act(game: GameState, action: Action) -> Judgement:
         )
     if seat != rnd.turn:
         return _rejected(game, seat, FoulKind.OUT_OF_TURN)
-    if isinstance(action, TilePlayed):
-        return _play(game, rnd, seat, action)
-    if isinstance(action, TileDrawn):
-        return _draw(game, rnd, seat, action)
-    return _pass(game, rnd, seat, action)
+    kind = type(action)
+    if kind is TilePlayed:
+        return _play(game, rnd, seat, action)  # type: ignore[arg-type]
+    if kind is TileDrawn:
+        return _draw(game, rnd, seat, action)  # type: ignore[arg-type]
+    return _pass(game, rnd, seat, action)  # type: ignore[arg-type]
 
 
 def _foul(game: GameState, seat: int, foul: FoulKind) -> tuple[GameState, FoulRecorded]:
@@ -237,6 +239,9 @@ def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Ju
     )
     if not played:
         return _end_round(game, after, seat, RoundEnd.DOMINO, ())
+    if game.rules.block_confirmation is BlockConfirmation.FULL_ROUND:
+        # A play breaks any confirmation chain: no block can follow it in this mode.
+        return GameState(game.players, game.rules, game.seats, game.scores, after, None), ()
     return _after_applied(game, after, seat, ())
 
 

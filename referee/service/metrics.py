@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter as Counter_
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from referee.processing.referee import Outcome, Processed
@@ -64,15 +67,25 @@ class Metrics:
             registry=r,
         )
 
-    def count(self, processed: Processed) -> None:
-        """Counts one processed record."""
-        if processed.event_type is not None:
-            self.events.labels(processed.event_type).inc()
-        else:
-            self.events.labels("unreadable").inc()
-        if processed.outcome is Outcome.DUPLICATE:
-            self.duplicates.inc()
-        elif processed.rejection is not None:
-            self.rejections.labels(processed.rejection.reason.value).inc()
-        for v in processed.verdicts:
-            self.verdicts.labels(v.__struct_config__.tag).inc()
+    def count_batch(self, batch: Iterable[Processed]) -> None:
+        """Counts a batch of processed records (one increment per label, not per record)."""
+        events: Counter_[str] = Counter_()
+        verdicts: Counter_[str] = Counter_()
+        rejections: Counter_[str] = Counter_()
+        duplicates = 0
+        for p in batch:
+            events[p.event_type or "unreadable"] += 1
+            if p.outcome is Outcome.DUPLICATE:
+                duplicates += 1
+            elif p.rejection is not None:
+                rejections[p.rejection.reason.value] += 1
+            for v in p.verdicts:
+                verdicts[v.__struct_config__.tag] += 1  # type: ignore[index]
+        for name, n in events.items():
+            self.events.labels(name).inc(n)
+        for name, n in verdicts.items():
+            self.verdicts.labels(name).inc(n)
+        for name, n in rejections.items():
+            self.rejections.labels(name).inc(n)
+        if duplicates:
+            self.duplicates.inc(duplicates)

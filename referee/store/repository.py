@@ -135,9 +135,11 @@ async def load_prints(
 async def reserve_journal_ids(conn: AsyncConnection, count: int) -> list[int]:
     """Returns ``count`` fresh journal ids, ascending (arrival order)."""
     result = await conn.execute(
-        text("SELECT nextval('journal_id_seq') FROM generate_series(1, :n)"), {"n": count}
+        text("SELECT array_agg(nextval('journal_id_seq')) FROM generate_series(1, :n)"),
+        {"n": count},
     )
-    return sorted(int(r[0]) for r in result.all())
+    ids: list[int] = result.scalar_one()
+    return sorted(ids)
 
 
 OUTBOX_LOCK = 0x5245_4645_5245_45  # "REFEREE": one lock for both outboxes
