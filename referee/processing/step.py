@@ -9,6 +9,7 @@ run that never crashed.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -73,22 +74,31 @@ class ProcessingStep:
         self.referee = Referee(max_event_bytes)
         self.cache_games = cache_games
         self._recency: OrderedDict[str, None] = OrderedDict()
+        self._lock = asyncio.Lock()
+        """Held by a batch in flight; the rebalance listener waits for it."""
         self.positions: dict[tuple[str, int], int] = {}
         """The last processed offset per (topic, partition), as stored."""
 
-    def forget_partitions(self, partitions: set[tuple[str, int]]) -> None:
-        """Drops the positions of partitions this instance no longer owns.
+    async def forget_partitions(self, partitions: set[tuple[str, int]]) -> None:
+        """Drops what this instance knew of partitions it no longer owns.
 
-        Game states need no dropping for correctness: a game is reloaded from its newest
-        projection version whenever the cache does not hold it, and the cache is emptied.
+        It waits for the batch in flight: the rebalance listener runs concurrently with the
+        batch handler, and a cache emptied under a batch would make it judge from missing
+        state. Game states need no finer dropping: a game missing from the cache is reloaded
+        from its newest projection version.
         """
-        for tp in partitions:
-            self.positions.pop(tp, None)
-        self.referee.games.clear()
-        self._recency.clear()
+        async with self._lock:
+            for tp in partitions:
+                self.positions.pop(tp, None)
+            self.referee.games.clear()
+            self._recency.clear()
 
     async def load_positions(self, topic: str, partitions: list[int]) -> dict[int, int]:
         """Reads the stored positions of these partitions (and remembers them)."""
+        async with self._lock:
+            return await self._read_positions(topic, partitions)
+
+    async def _read_positions(self, topic: str, partitions: list[int]) -> dict[int, int]:
         async with self.engine.connect() as conn:
             stored = await repository.load_positions(conn, self.group_id, topic, partitions)
         for partition in partitions:
@@ -97,6 +107,10 @@ class ProcessingStep:
 
     async def process(self, records: list[InputRecord]) -> StepResult:
         """Processes a batch in one transaction; on failure nothing is kept, not even cache."""
+        async with self._lock:
+            return await self._process(records)
+
+    async def _process(self, records: list[InputRecord]) -> StepResult:
         await self._ensure_positions(records)
         fresh = [r for r in records if r.offset > self.positions[r.topic, r.partition]]
         result = StepResult(skipped=len(records) - len(fresh))
@@ -144,7 +158,7 @@ class ProcessingStep:
             if (r.topic, r.partition) not in self.positions:
                 missing.setdefault(r.topic, []).append(r.partition)
         for topic, partitions in missing.items():
-            await self.load_positions(topic, sorted(set(partitions)))
+            await self._read_positions(topic, sorted(set(partitions)))
 
     async def _load(
         self, conn: Any, parsed: list[InputEvent | Unparsed], touched: set[str]

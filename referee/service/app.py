@@ -129,7 +129,7 @@ class PositionListener(ConsumerRebalanceListener):  # type: ignore[misc]
         """Forgets the partitions and the cached games (they may move elsewhere)."""
         service = self.service
         service.assigned -= set(revoked)
-        service.step.forget_partitions({(tp.topic, tp.partition) for tp in revoked})
+        await service.step.forget_partitions({(tp.topic, tp.partition) for tp in revoked})
         service.metrics.assigned.set(len(service.assigned))
         if revoked:
             log.info(
