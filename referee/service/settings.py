@@ -48,7 +48,7 @@ class Settings(BaseSettings):
         description="How long the group waits for a silent instance before moving its "
         "partitions (within the broker's group.min/max.session.timeout.ms).",
     )
-    batch_size: int = Field(default=500, ge=1, description="Most records in one processing step.")
+    batch_size: int = Field(default=2000, ge=1, description="Most records in one processing step.")
     batch_linger_ms: int = Field(
         default=50, ge=0, description="How long to wait for a batch to fill, in milliseconds."
     )
