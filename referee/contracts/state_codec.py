@@ -8,6 +8,7 @@ import msgspec
 
 from referee.contracts.wire import RulesWire
 from referee.domain.state import GameState, RoundState
+from referee.domain.tiles import tile
 
 _encode = msgspec.json.Encoder(order="sorted").encode
 _decode = msgspec.json.Decoder().decode
@@ -41,7 +42,7 @@ def encode_state(game: GameState) -> bytes:
 
 
 def _tiles(items: list[list[int]]) -> frozenset[tuple[int, int]]:
-    return frozenset((a, b) for a, b in items)
+    return frozenset(tile(a, b) for a, b in items)
 
 
 def decode_state(data: bytes | str) -> GameState:

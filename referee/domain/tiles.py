@@ -11,8 +11,17 @@ TILE_SETS = (6, 9, 12, 15, 18)
 """The ``max_pip`` values of the sets in use: double-six up to double-eighteen."""
 
 
+_MAX_VALUE = 18
+_INTERNED: list[list[Tile]] = [
+    [(min(a, b), max(a, b)) for b in range(_MAX_VALUE + 1)] for a in range(_MAX_VALUE + 1)
+]
+# One shared tuple per tile: a game's hands and boneyard then hold references, not copies.
+
+
 def tile(a: int, b: int) -> Tile:
     """Returns the tile showing ``a`` and ``b``, in its normal (smaller first) form."""
+    if 0 <= a <= _MAX_VALUE and 0 <= b <= _MAX_VALUE:
+        return _INTERNED[a][b]
     return (a, b) if a <= b else (b, a)
 
 
