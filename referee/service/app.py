@@ -232,6 +232,7 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         publish,
         TopicTails(consumer_options(settings, security)),
         metrics,
+        flush=verdict_publisher.flush,
     )
     service = Service(settings, engine, broker, step, relay, metrics)
     service.ops = OpsServer(settings.http_host, settings.http_port, metrics, service.readiness)

@@ -136,6 +136,7 @@ class OutboxRelay:
         batch: int = 2000,
         poll_seconds: float = 0.05,
         checkpoint_every: int = 5000,
+        flush: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.engine = engine
         self.outboxes = outboxes
@@ -145,6 +146,7 @@ class OutboxRelay:
         self.batch = batch
         self.poll_seconds = poll_seconds
         self.checkpoint_every = checkpoint_every
+        self.flush = flush
         self.leading = False
         self.wake = asyncio.Event()
 
@@ -175,6 +177,11 @@ class OutboxRelay:
                 await self._lead(conn, stopping)
             finally:
                 self.leading = False
+                # Hand over only what is on the broker: a new leader reads the tails, so
+                # records still in the producer's buffers must land before the lock goes.
+                if self.flush is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(self.flush(), 15)
                 with contextlib.suppress(Exception):
                     await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": RELAY_LOCK})
                     await conn.commit()
