@@ -49,6 +49,7 @@ from referee.contracts.wire import EnvelopeProbe, InputEvent  # noqa: E402
 from referee.processing.referee import Referee, fingerprint  # noqa: E402
 from referee.service.relay import partition_ids  # noqa: E402
 from referee.simulate import SimulationOptions, _game, simulate  # noqa: E402
+from referee.store.repository import JOURNAL_COLUMNS  # noqa: E402
 from tests.integration.kafka.kafkatools import (  # noqa: E402
     Topics,
     free_port,
@@ -60,21 +61,6 @@ from tests.integration.kafka.kafkatools import (  # noqa: E402
 PY = sys.executable
 SPEED = re.compile(r"speed: ([\d,]+) events/s \(([\d.]+) s")
 RECORDS = re.compile(r"events: (\d+) records")
-JOURNAL_COLUMNS = (
-    "id",
-    "source_topic",
-    "source_partition",
-    "source_offset",
-    "game_id",
-    "seq",
-    "event_id",
-    "event_type",
-    "outcome",
-    "reason",
-    "took_place",
-    "fingerprint",
-    "raw",
-)
 
 
 @dataclass(frozen=True)
