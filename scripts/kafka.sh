@@ -221,7 +221,15 @@ case "${1:-}" in
     start) cmd_start ;;
     stop) cmd_stop TERM ;;
     kill) cmd_stop KILL ;;
-    restart) cmd_stop TERM; cmd_start ;;
+    restart)
+        cmd_stop TERM
+        # A freed port can be taken for a moment by a client socket: try a few times.
+        for attempt in 1 2 3; do
+            (cmd_start) && exit 0
+            echo "kafka.sh: start attempt $attempt failed; retrying" >&2
+            sleep 2
+        done
+        exit 1 ;;
     status) cmd_status ;;
     wipe) cmd_stop TERM; rm -rf "$DIR" ;;
     classpath) ensure_tools; ensure_classpath ;;
