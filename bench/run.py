@@ -59,6 +59,7 @@ from tests.integration.kafka.kafkatools import (  # noqa: E402
 )
 
 PY = sys.executable
+E2E_BATCH = 2000  # the service's default REFEREE_BATCH_SIZE
 SPEED = re.compile(r"speed: ([\d,]+) events/s \(([\d.]+) s")
 RECORDS = re.compile(r"events: (\d+) records")
 
@@ -690,9 +691,9 @@ async def bench_e2e(ctx: Context, log: Path, verdicts_file: Path) -> None:
     produce_eps = len(records) / (time.perf_counter() - started)
     say(f"   produced {len(records)} records at {produce_eps:,.0f}/s")
     ceil_url = await fresh_database(ctx, "kceil", migrate=True)
-    ceiling = await kafka_ceiling(ctx, ceil_url, topics.input, len(records), 500)
+    ceiling = await kafka_ceiling(ctx, ceil_url, topics.input, len(records), E2E_BATCH)
     say(f"   ceiling: {ceiling['eps']:,.0f} events/s")
-    run = await serve_run(ctx, topics, len(records), expected_verdicts, 500, "e2e")
+    run = await serve_run(ctx, topics, len(records), expected_verdicts, E2E_BATCH, "e2e")
     say(f"   referee serve: {run['eps']:,.0f} events/s ({run['seconds']:.1f} s)")
     # plausibility: the published verdicts are exactly those of the in-memory replay
     published = await drain_values(ctx, topics.verdicts, expected_verdicts)
@@ -1240,12 +1241,14 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
             ),
             "",
             (
-                "- (a) ceiling: one aiokafka consumer in a consumer group, batches of up to 500,"
+                "- (a) ceiling: one aiokafka consumer in a consumer group, batches of up to"
+                f" {E2E_BATCH},"
                 " each COPYed raw into `journal` of a fresh migrated database in one transaction,"
                 " then the Kafka offsets committed; timed from creating the consumer to the last"
                 " commit."
             ),
-            "- (b) `referee serve` (REFEREE_BATCH_SIZE=500, fresh database migrated beforehand,"
+            f"- (b) `referee serve` (REFEREE_BATCH_SIZE={E2E_BATCH}, the default; fresh database"
+            " migrated beforehand,"
             " fresh verdict topic), timed from spawning the process until the verdict topic"
             f" holds the {e2e['verdicts']:,} verdicts the in-memory replay of the same log"
             " gives. The published verdicts were then read back and compared with the"
@@ -1370,7 +1373,10 @@ async def run_all(ctx: Context) -> None:
         await bench_store(ctx, log)
     if wanted("e2e"):
         await bench_e2e(ctx, log, verdicts_file)
-        ctx.note("REFEREE_BATCH_SIZE=500 ... uv run referee serve   # see bench/run.py:serve_run")
+        ctx.note(
+            f"REFEREE_BATCH_SIZE={E2E_BATCH} ... uv run referee serve"
+            "   # see bench/run.py:serve_run"
+        )
     if wanted("latency"):
         await bench_latency(ctx)
     if wanted("sweep"):
