@@ -54,6 +54,13 @@ class GameLedger:
     complete: bool = True
     """Whether the prints of the game's whole history are in memory (else: ask the store)."""
 
+    def take(self, seq: int, event_id: str | None, fp: bytes) -> None:
+        """Records that content ``fp`` (and ``event_id``, when readable) took place ``seq``."""
+        self.last_seq = seq
+        self.seq_prints[seq] = fp
+        if event_id is not None:
+            self.event_prints.setdefault(event_id, fp)
+
 
 class Processed(NamedTuple):
     """The outcome of one record, with everything the store and the publishers need."""
@@ -151,7 +158,7 @@ class Referee:
                     Outcome.DUPLICATE, game_id, seq, bad.event_id, None, fp, took_place=False
                 )
             if seq == ledger.last_seq + 1:
-                self._take_place(ledger, game_id, seq, bad.event_id, fp)
+                ledger.take(seq, bad.event_id, fp)
                 took_place = True
         rejection = self._rejection(raw, source, bad.reason, bad.detail, game_id, seq, bad.event_id)
         return Processed(
@@ -172,14 +179,12 @@ class Referee:
                 try:
                     state, verdicts = judge(ledger.state, event.to_domain())
                 except InvalidInput as exc:
-                    self._take_place(ledger, game_id, seq, event_id, fp)
+                    ledger.take(seq, event_id, fp)
                     return self._reject(
                         raw, source, event, kind, fp, exc.reason, exc.detail, took_place=True
                     )
                 ledger.state = state
-                ledger.last_seq = seq
-                ledger.seq_prints[seq] = fp
-                ledger.event_prints[event_id] = fp
+                ledger.take(seq, event_id, fp)
                 if not verdicts:
                     return Processed(_APPLIED, game_id, seq, event_id, kind, fp, True)  # noqa: FBT003
                 return self._verdicts(event, kind, fp, verdicts)
@@ -210,7 +215,7 @@ class Referee:
                 f"event_id {event_id!r} was already used by a different event",
             )
             if ledger is not None:
-                self._take_place(ledger, game_id, seq, None, fp)
+                ledger.take(seq, None, fp)
             return self._reject(
                 raw, source, event, kind, fp, reason, detail, took_place=ledger is not None
             )
@@ -218,7 +223,7 @@ class Referee:
             state, verdicts = judge(None if ledger is None else ledger.state, event.to_domain())
         except InvalidInput as exc:
             if ledger is not None:
-                self._take_place(ledger, game_id, seq, event_id, fp)
+                ledger.take(seq, event_id, fp)
             return self._reject(
                 raw, source, event, kind, fp, exc.reason, exc.detail, took_place=ledger is not None
             )
@@ -226,7 +231,7 @@ class Referee:
             ledger = self.games[game_id] = GameLedger(state, 0)
         else:
             ledger.state = state
-        self._take_place(ledger, game_id, seq, event_id, fp)
+        ledger.take(seq, event_id, fp)
         if not verdicts:
             return Processed(Outcome.APPLIED, game_id, seq, event_id, kind, fp, took_place=True)
         return self._verdicts(event, kind, fp, verdicts)
@@ -313,15 +318,6 @@ class Referee:
             (),
             rejection,
         )
-
-    def _take_place(
-        self, ledger: GameLedger, game_id: str, seq: int, event_id: str | None, fp: bytes
-    ) -> None:
-        del game_id  # the ledger is the game's
-        ledger.last_seq = seq
-        ledger.seq_prints[seq] = fp
-        if event_id is not None:
-            ledger.event_prints.setdefault(event_id, fp)
 
     def _rejection(
         self,
