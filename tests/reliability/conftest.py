@@ -7,7 +7,6 @@ to it as JSON lines.
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -17,13 +16,10 @@ import pytest
 
 from tests.integration.conftest import (
     admin_url,
-    create_database,
-    drop_database,
     empty_database,
     migrated_database,
 )
-from tests.integration.kafka.conftest import Stack, bootstrap
-from tests.integration.kafka.kafkatools import Topics, create_topics
+from tests.integration.kafka.conftest import Stack, bootstrap, close_stack, open_stack
 
 __all__ = ["admin_url", "bootstrap", "empty_database", "migrated_database"]
 
@@ -33,29 +29,16 @@ async def make_stack(
     bootstrap: str, admin_url: str, tmp_path: Path
 ) -> AsyncIterator[Callable[..., object]]:
     """Returns an async factory of isolated stacks (database + topics); cleans them all up."""
-    made: list[tuple[Stack, str]] = []
+    made: list[Stack] = []
 
     async def factory(partitions: int = 4) -> Stack:
-        url = await create_database(admin_url)
-        await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "referee", "migrate", "--database", url],
-            check=True,
-            capture_output=True,
-        )
-        topics = Topics.fresh()
-        await create_topics(bootstrap, topics, partitions=partitions)
-        s = Stack(bootstrap, url, topics, tmp_path, group=f"g-{topics.input}")
-        made.append((s, url))
+        s = await open_stack(bootstrap, admin_url, tmp_path, partitions)
+        made.append(s)
         return s
 
     yield factory
-    for s, url in made:
-        for p in s.processes:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        await drop_database(admin_url, url)
+    for s in made:
+        await close_stack(s, admin_url)
 
 
 _LOGS: dict[tuple[int, int, str], Path] = {}

@@ -10,7 +10,6 @@ import re
 import signal
 import statistics
 import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ import asyncpg
 from sqlalchemy.engine import make_url
 
 from tests.integration.kafka.checks import by_game
-from tests.integration.kafka.conftest import ROOT, Stack
+from tests.integration.kafka.conftest import ROOT, Replay, Stack, replay_in_memory
 from tests.integration.kafka.kafkatools import drain, keyed_lines, produce
 
 SOAK = os.environ.get("REFEREE_SOAK") == "1"
@@ -239,40 +238,9 @@ async def produce_paced(
 # ---------------------------------------------------------------------------- verification
 
 
-@dataclass
-class Replay:
-    verdicts: list[str]
-    rejections: list[dict[str, Any]]
-    duplicates: int
-
-
 def replay(log: Path, workdir: Path, name: str = "replay") -> Replay:
     """``referee replay`` of a log (in memory): verdicts, rejections, duplicate count."""
-    out = workdir / f"{name}.replay-verdicts.jsonl"
-    rejected = workdir / f"{name}.replay-rejected.jsonl"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "referee",
-            "replay",
-            str(log),
-            "--output",
-            str(out),
-            "--rejected",
-            str(rejected),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    m = re.search(r"^duplicates: (\d+)", done.stderr, re.MULTILINE)
-    assert m is not None, done.stderr
-    return Replay(
-        out.read_text(encoding="utf-8").splitlines(),
-        [json.loads(line) for line in rejected.read_text(encoding="utf-8").splitlines()],
-        int(m.group(1)),
-    )
+    return replay_in_memory(log, workdir, name)
 
 
 def _extra_copies(items: list[str]) -> int:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,9 +58,8 @@ class Stack:
         )
 
 
-@pytest.fixture
-async def stack(bootstrap: str, admin_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
-    """A migrated database and fresh 4-partition topics; stops every referee afterwards."""
+async def open_stack(bootstrap: str, admin_url: str, workdir: Path, partitions: int = 4) -> Stack:
+    """Creates a migrated database and fresh topics with ``partitions`` partitions each."""
     url = await create_database(admin_url)
     await asyncio.to_thread(
         subprocess.run,
@@ -66,14 +68,25 @@ async def stack(bootstrap: str, admin_url: str, tmp_path: Path) -> AsyncIterator
         capture_output=True,
     )
     topics = Topics.fresh()
-    await create_topics(bootstrap, topics, partitions=4)
-    s = Stack(bootstrap, url, topics, tmp_path, group=f"g-{topics.input}")
-    yield s
-    for p in s.processes:
+    await create_topics(bootstrap, topics, partitions=partitions)
+    return Stack(bootstrap, url, topics, workdir, group=f"g-{topics.input}")
+
+
+async def close_stack(stack: Stack, admin_url: str) -> None:
+    """Kills the stack's referees and drops its database."""
+    for p in stack.processes:
         if p.poll() is None:
             p.kill()
             p.wait()
-    await drop_database(admin_url, url)
+    await drop_database(admin_url, stack.database_url)
+
+
+@pytest.fixture
+async def stack(bootstrap: str, admin_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
+    """A migrated database and fresh 4-partition topics; stops every referee afterwards."""
+    s = await open_stack(bootstrap, admin_url, tmp_path)
+    yield s
+    await close_stack(s, admin_url)
 
 
 @pytest.fixture(scope="session")
@@ -103,12 +116,20 @@ def simulated_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def replay_in_memory(log: Path, workdir: Path) -> tuple[list[str], list[dict[str, object]]]:
-    """Returns the verdict lines and the rejections of ``referee replay`` without a database."""
-    import json
+@dataclass(frozen=True)
+class Replay:
+    """What ``referee replay`` without a database says about a log."""
 
-    out, rejected = workdir / "replay.jsonl", workdir / "rejected.jsonl"
-    subprocess.run(
+    verdicts: list[str]
+    rejections: list[dict[str, Any]]
+    duplicates: int
+
+
+def replay_in_memory(log: Path, workdir: Path, name: str = "replay") -> Replay:
+    """Returns the verdict lines, the rejections and the duplicate count of ``referee replay``."""
+    out = workdir / f"{name}.replay-verdicts.jsonl"
+    rejected = workdir / f"{name}.replay-rejected.jsonl"
+    done = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -122,8 +143,12 @@ def replay_in_memory(log: Path, workdir: Path) -> tuple[list[str], list[dict[str
         ],
         check=True,
         capture_output=True,
+        text=True,
     )
-    return (
+    found = re.search(r"^duplicates: (\d+)", done.stderr, re.MULTILINE)
+    assert found is not None, done.stderr
+    return Replay(
         out.read_text(encoding="utf-8").splitlines(),
         [json.loads(line) for line in rejected.read_text(encoding="utf-8").splitlines()],
+        int(found.group(1)),
     )

@@ -60,7 +60,8 @@ async def wait_until_caught_up(stack: Stack, records: int, verdicts: int, limit:
 
 
 async def final_checks(stack: Stack, log: Path, tmp_path: Path) -> None:
-    expected, rejections = replay_in_memory(log, tmp_path)
+    replayed = replay_in_memory(log, tmp_path)
+    expected, rejections = replayed.verdicts, replayed.rejections
     records = len(keyed_lines(log))
     await wait_until_caught_up(stack, records, len(expected), limit=180)
     await assert_journal_complete(stack.database_url, records)
