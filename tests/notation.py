@@ -19,7 +19,7 @@ from referee.domain.fouls import FoulKind
 from referee.domain.judge import Judgement, judge
 from referee.domain.rules import Rules
 from referee.domain.state import GameState, RoundState
-from referee.domain.tiles import Tile, tile
+from referee.domain.tiles import Tile, mask_of, tile
 from referee.domain.verdicts import (
     BlockDeclared,
     FoulRecorded,
@@ -100,8 +100,8 @@ def table(
     seats = {p: i for i, p in enumerate(players)}
     rnd = RoundState(
         number=s.round,
-        hands=tuple(frozenset(tile(*x) for x in s.hands[p]) for p in players),
-        boneyard=frozenset(tile(*x) for x in s.boneyard),
+        hand_masks=tuple(mask_of(s.hands[p]) for p in players),
+        boneyard_mask=mask_of(s.boneyard),
         left=s.left,
         right=s.right,
         turn=seats[s.turn or players[0]],

@@ -8,7 +8,7 @@ import msgspec
 
 from referee.contracts.wire import RulesWire
 from referee.domain.state import GameState, RoundState
-from referee.domain.tiles import tile
+from referee.domain.tiles import mask_of, tile
 
 _encode = msgspec.json.Encoder(order="sorted").encode
 _decode = msgspec.json.Decoder().decode
@@ -41,8 +41,8 @@ def encode_state(game: GameState) -> bytes:
     )
 
 
-def _tiles(items: list[list[int]]) -> frozenset[tuple[int, int]]:
-    return frozenset(tile(a, b) for a, b in items)
+def _mask(items: list[list[int]]) -> int:
+    return mask_of(tile(a, b) for a, b in items)
 
 
 def decode_state(data: bytes | str) -> GameState:
@@ -55,8 +55,8 @@ def decode_state(data: bytes | str) -> GameState:
     if r is not None:
         rnd = RoundState(
             number=r["number"],
-            hands=tuple(_tiles(h) for h in r["hands"]),
-            boneyard=_tiles(r["boneyard"]),
+            hand_masks=tuple(_mask(h) for h in r["hands"]),
+            boneyard_mask=_mask(r["boneyard"]),
             left=r["left"],
             right=r["right"],
             turn=r["turn"],

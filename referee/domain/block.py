@@ -16,7 +16,7 @@ def extend_chain(rnd: RoundState, seat: int, legitimate: bool) -> tuple[int, ...
     A legitimate pass with the boneyard empty proposes or confirms the block; any other pass
     breaks the chain.
     """
-    if legitimate and not rnd.boneyard:
+    if legitimate and not rnd.boneyard_mask:
         return (*rnd.chain, seat)
     return ()
 

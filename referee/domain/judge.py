@@ -20,7 +20,7 @@ from referee.domain.fouls import FoulKind
 from referee.domain.rules import BlockConfirmation, DrawRule, DrawWhileAble
 from referee.domain.scoring import Award, game_winner, score_block, score_domino
 from referee.domain.state import GameState, RoundState, hand_can_play, new_game
-from referee.domain.tiles import Tile, format_tile, in_set, tile
+from referee.domain.tiles import BIT, format_tile, set_mask, tile
 from referee.domain.verdicts import (
     BlockDeclared,
     FoulRecorded,
@@ -34,6 +34,19 @@ Judgement = tuple[GameState, tuple[Verdict, ...]]
 """The state after an event and the verdicts it produced, in announcement order."""
 
 NO_VERDICTS: tuple[Verdict, ...] = ()
+
+# Hot-path constants. Reading a member off an enum class costs 100-200 ns in CPython 3.11 (the
+# metaclass makes it a slow attribute lookup), several times a module global; the judge reads
+# these on nearly every event.
+_LEFT = End.LEFT
+_FULL_ROUND = BlockConfirmation.FULL_ROUND
+_NO_DRAW = DrawRule.NONE
+_DRAW_ONCE = DrawRule.ONCE
+_DRAW_UNTIL_PLAYABLE = DrawRule.UNTIL_PLAYABLE
+_DRAWING_FOULS = DrawWhileAble.FOUL
+_new = tuple.__new__
+"""Builds a state from its fields in order: ``_new(RoundState, (...))`` skips the Python-level
+``__new__`` of a named tuple, which costs as much again as the tuple. For the hottest paths."""
 
 
 def judge(game: GameState | None, event: GameEvent) -> Judgement:
@@ -54,7 +67,19 @@ def judge(game: GameState | None, event: GameEvent) -> Judgement:
         )
     kind = type(event)
     if kind is TilePlayed or kind is TileDrawn or kind is Passed:
-        return _act(game, event)  # type: ignore[arg-type]
+        # The checks every action passes, written out here: this runs for nearly every event.
+        action: Action = event  # type: ignore[assignment]
+        seat = game.seats.get(action.player)
+        rnd = game.round
+        if seat is None or rnd is None or action.round != rnd.number or rnd.ended:
+            raise _unjudgeable(game, action)
+        if seat != rnd.turn:
+            return _rejected(game, seat, FoulKind.OUT_OF_TURN)
+        if kind is TilePlayed:
+            return _play(game, rnd, seat, action)  # type: ignore[arg-type]
+        if kind is TileDrawn:
+            return _draw(game, rnd, seat, action)  # type: ignore[arg-type]
+        return _pass(game, rnd, seat)
     if isinstance(event, RoundStarted):
         return _start_round(game, event)
     raise InvalidInput(RejectionReason.GAME_ALREADY_STARTED, "the game has already started")
@@ -93,12 +118,11 @@ def _start_round(game: GameState, event: RoundStarted) -> Judgement:
         raise InvalidInput(
             RejectionReason.WRONG_ROUND, f"round {event.round} started; expected round {expected}"
         )
-    hands = _check_deal(game, event)
-    boneyard = frozenset(tile(*t) for t in event.boneyard)
+    hands, boneyard = _check_deal(game, event)
     rnd = RoundState(
         number=event.round,
-        hands=hands,
-        boneyard=boneyard,
+        hand_masks=hands,
+        boneyard_mask=boneyard,
         left=None,
         right=None,
         turn=game.seats[event.leader],
@@ -108,7 +132,8 @@ def _start_round(game: GameState, event: RoundStarted) -> Judgement:
     return game.with_round(rnd), NO_VERDICTS
 
 
-def _check_deal(game: GameState, event: RoundStarted) -> tuple[frozenset[Tile], ...]:
+def _check_deal(game: GameState, event: RoundStarted) -> tuple[tuple[int, ...], int]:
+    """Checks the deal; returns each seat's hand and the boneyard as tile masks."""
     rules = game.rules
     dealt = set(event.hands)
     if dealt != set(game.players):
@@ -128,59 +153,58 @@ def _check_deal(game: GameState, event: RoundStarted) -> tuple[frozenset[Tile], 
             RejectionReason.BAD_DEAL,
             f"a draw: none game deals no boneyard, got {len(event.boneyard)} tiles",
         )
-    seen: set[Tile] = set()
+    the_set = set_mask(rules.max_pip)
+    seen = 0
+    masks: list[int] = []
     for owner, tiles in [
         *((p, event.hands[p]) for p in game.players),
         ("boneyard", event.boneyard),
     ]:
         if owner != "boneyard" and not tiles:
             raise InvalidInput(RejectionReason.BAD_DEAL, f"player {owner!r} was dealt no tiles")
-        for raw in tiles:
-            t = tile(*raw)
-            if not in_set(t, rules.max_pip):
+        mask = 0
+        for t in tiles:
+            bit = BIT.get(t, 0)
+            if not bit & the_set:
                 raise InvalidInput(
                     RejectionReason.BAD_DEAL,
-                    f"tile {format_tile(t)} in {owner} is not in the double-{rules.max_pip} set",
+                    f"tile {format_tile(tile(*t))} in {owner} is not in the double-"
+                    f"{rules.max_pip} set",
                 )
-            if t in seen:
+            if bit & seen:
                 raise InvalidInput(
-                    RejectionReason.BAD_DEAL, f"tile {format_tile(t)} is dealt twice ({owner})"
+                    RejectionReason.BAD_DEAL,
+                    f"tile {format_tile(tile(*t))} is dealt twice ({owner})",
                 )
-            seen.add(t)
-    return tuple(frozenset(tile(*t) for t in event.hands[p]) for p in game.players)
+            seen |= bit
+            mask |= bit
+        masks.append(mask)
+    boneyard = masks.pop()
+    return tuple(masks), boneyard
 
 
 # --- actions ---------------------------------------------------------------------------------
 
 
-def _act(game: GameState, action: Action) -> Judgement:
-    seat = game.seats.get(action.player)
-    if seat is None:
-        raise InvalidInput(
+def _unjudgeable(game: GameState, action: Action) -> InvalidInput:
+    """Returns why an action cannot be judged at all in this game's present state."""
+    rnd = game.round
+    if action.player not in game.seats:
+        return InvalidInput(
             RejectionReason.UNKNOWN_PLAYER, f"player {action.player!r} does not sit at this game"
         )
-    rnd = game.round
     if rnd is None:
-        raise InvalidInput(
+        return InvalidInput(
             RejectionReason.ROUND_NOT_STARTED, f"{_kind(action)} before the first RoundStarted"
         )
     if action.round != rnd.number:
-        raise InvalidInput(
+        return InvalidInput(
             RejectionReason.WRONG_ROUND,
             f"{_kind(action)} names round {action.round}; the current round is {rnd.number}",
         )
-    if rnd.ended:
-        raise InvalidInput(
-            RejectionReason.ROUND_OVER, f"round {rnd.number} is over; no action may follow"
-        )
-    if seat != rnd.turn:
-        return _rejected(game, seat, FoulKind.OUT_OF_TURN)
-    kind = type(action)
-    if kind is TilePlayed:
-        return _play(game, rnd, seat, action)  # type: ignore[arg-type]
-    if kind is TileDrawn:
-        return _draw(game, rnd, seat, action)  # type: ignore[arg-type]
-    return _pass(game, rnd, seat, action)  # type: ignore[arg-type]
+    return InvalidInput(
+        RejectionReason.ROUND_OVER, f"round {rnd.number} is over; no action may follow"
+    )
 
 
 def _foul(game: GameState, seat: int, foul: FoulKind) -> tuple[GameState, FoulRecorded]:
@@ -201,9 +225,10 @@ def _rejected(game: GameState, seat: int, foul: FoulKind) -> Judgement:
 def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Judgement:
     # The hottest path of the referee: written out plainly rather than through helpers.
     a, b = action.tile
-    t = (a, b) if a <= b else (b, a)
-    hand = rnd.hands[seat]
-    if t not in hand:
+    bit = BIT.get(action.tile, 0)  # 0 for a tile of no set: in no hand
+    hands = rnd.hand_masks
+    hand = hands[seat]
+    if not hand & bit:
         return _rejected(game, seat, FoulKind.TILE_NOT_IN_HAND)
     left, right = rnd.left, rnd.right
     if left is None or right is None:
@@ -213,81 +238,104 @@ def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Ju
         end = action.end
         if end is None:
             return _rejected(game, seat, FoulKind.END_MISSING)
-        value = left if end is End.LEFT else right
+        value = left if end is _LEFT else right
         if a == value:
             shown = b
         elif b == value:
             shown = a
         else:
             return _rejected(game, seat, FoulKind.TILE_DOES_NOT_MATCH)
-        if end is End.LEFT:
+        if end is _LEFT:
             left = shown
         else:
             right = shown
-    hands = rnd.hands
-    played = hand - {t}
-    hands = (*hands[:seat], played, *hands[seat + 1 :])
-    after = RoundState(
-        rnd.number,
-        hands,
-        rnd.boneyard,
-        left,
-        right,
-        (seat + 1) % len(game.players),
-        False,  # noqa: FBT003
-        (),
+    played = hand ^ bit
+    players = game.players
+    after = _new(
+        RoundState,
+        (
+            rnd.number,
+            (*hands[:seat], played, *hands[seat + 1 :]),
+            rnd.boneyard_mask,
+            left,
+            right,
+            (seat + 1) % len(players),
+            False,  # drew
+            (),  # chain
+            False,  # ended
+        ),
     )
     if not played:
         return _end_round(game, after, seat, RoundEnd.DOMINO, ())
-    if game.rules.block_confirmation is BlockConfirmation.FULL_ROUND:
+    rules = game.rules
+    if rules.block_confirmation is _FULL_ROUND:
         # A play breaks any confirmation chain: no block can follow it in this mode.
-        return GameState(game.players, game.rules, game.seats, game.scores, after, None), ()
+        return _new(GameState, (players, rules, game.seats, game.scores, after, None)), ()
     return _after_applied(game, after, seat, ())
 
 
 def _draw(game: GameState, rnd: RoundState, seat: int, action: TileDrawn) -> Judgement:
     rules = game.rules
-    if rules.draw is DrawRule.NONE:
+    if rules.draw is _NO_DRAW:
         return _rejected(game, seat, FoulKind.DRAW_NOT_ALLOWED)
-    if not rnd.boneyard:
+    boneyard = rnd.boneyard_mask
+    if not boneyard:
         return _rejected(game, seat, FoulKind.BONEYARD_EMPTY)
-    t = tile(*action.tile)
-    if t not in rnd.boneyard:
+    bit = BIT.get(action.tile, 0)  # 0 for a tile of no set: not in the boneyard
+    if not boneyard & bit:
         return _rejected(game, seat, FoulKind.TILE_NOT_IN_BONEYARD)
-    if rules.draw is DrawRule.ONCE and rnd.drew:
+    if rules.draw is _DRAW_ONCE and rnd.drew:
         return _rejected(game, seat, FoulKind.DRAW_LIMIT)
     verdicts: tuple[Verdict, ...] = ()
-    if rules.draw_while_able is DrawWhileAble.FOUL and rnd.can_play(seat):
+    hands = rnd.hand_masks
+    hand = hands[seat]
+    if rules.draw_while_able is _DRAWING_FOULS and hand_can_play(hand, rnd.left, rnd.right):
         game, foul = _foul(game, seat, FoulKind.DRAW_WHILE_ABLE)
         verdicts = (foul,)
-    hands = _replace(rnd.hands, seat, rnd.hands[seat] | {t})
-    after = RoundState(
-        rnd.number, hands, rnd.boneyard - {t}, rnd.left, rnd.right, seat, drew=True, chain=()
+    after = _new(
+        RoundState,
+        (
+            rnd.number,
+            (*hands[:seat], hand | bit, *hands[seat + 1 :]),
+            boneyard ^ bit,
+            rnd.left,
+            rnd.right,
+            seat,
+            True,  # drew
+            (),  # chain
+            False,  # ended
+        ),
     )
     return _after_applied(game, after, seat, verdicts)
 
 
-def _pass(game: GameState, rnd: RoundState, seat: int, action: Passed) -> Judgement:
-    del action  # a pass carries nothing beyond who passed, checked already
+def _pass(game: GameState, rnd: RoundState, seat: int) -> Judgement:
+    # A pass carries nothing beyond who passed, checked already.
     rules = game.rules
     foul: FoulKind | None = None
-    if hand_can_play(rnd.hands[seat], rnd.left, rnd.right):
+    if hand_can_play(rnd.hand_masks[seat], rnd.left, rnd.right):
         foul = FoulKind.FALSE_PASS
-    elif rnd.boneyard and rules.requires_draw(rnd.drew):
+    elif rnd.boneyard_mask and (
+        rules.draw is _DRAW_UNTIL_PLAYABLE or (rules.draw is _DRAW_ONCE and not rnd.drew)
+    ):  # the draw rule still requires a draw (Rules.requires_draw, written out)
         foul = FoulKind.PASS_BEFORE_DRAWING
     verdicts: tuple[Verdict, ...] = ()
     if foul is not None:
         game, recorded = _foul(game, seat, foul)
         verdicts = (recorded,)
-    after = RoundState(
-        rnd.number,
-        rnd.hands,
-        rnd.boneyard,
-        rnd.left,
-        rnd.right,
-        game.next_seat(seat),
-        drew=False,
-        chain=extend_chain(rnd, seat, legitimate=foul is None),
+    after = _new(
+        RoundState,
+        (
+            rnd.number,
+            rnd.hand_masks,
+            rnd.boneyard_mask,
+            rnd.left,
+            rnd.right,
+            game.next_seat(seat),
+            False,  # drew
+            extend_chain(rnd, seat, legitimate=foul is None),
+            False,  # ended
+        ),
     )
     return _after_applied(game, after, seat, verdicts)
 
@@ -296,12 +344,14 @@ def _after_applied(
     game: GameState, rnd: RoundState, actor: int, verdicts: tuple[Verdict, ...]
 ) -> Judgement:
     mode = game.rules.block_confirmation
-    if mode is BlockConfirmation.FULL_ROUND and not rnd.chain:  # no chain, no block
-        return (
-            GameState(game.players, game.rules, game.seats, game.scores, rnd, game.winner),
-            verdicts,
-        )
-    proposer = block_proposer(rnd, mode, actor, len(game.players))
+    players = game.players
+    if mode is _FULL_ROUND:
+        undecided = len(rnd.chain) < len(players)  # confirmations of a full round are missing
+    else:
+        undecided = rnd.boneyard_mask != 0  # a block needs an empty boneyard
+    if undecided:
+        return _new(GameState, (players, game.rules, game.seats, game.scores, rnd, None)), verdicts
+    proposer = block_proposer(rnd, mode, actor, len(players))
     if proposer is None:
         return game.with_round(rnd), verdicts
     confirmed = (
@@ -328,13 +378,13 @@ def _end_round(
     award: Award = (
         score_domino(seat, counts, rules)
         if reason is RoundEnd.DOMINO
-        else score_block(rnd.hands, counts, rules)
+        else score_block(rnd.hand_masks, counts, rules)
     )
     scores = tuple(s + a for s, a in zip(game.scores, award.awards, strict=True))
     ended = RoundState(
         rnd.number,
-        rnd.hands,
-        rnd.boneyard,
+        rnd.hand_masks,
+        rnd.boneyard_mask,
         rnd.left,
         rnd.right,
         rnd.turn,
@@ -357,9 +407,3 @@ def _end_round(
         return game, (*verdicts, scored)
     won = GameState(game.players, rules, game.seats, scores, ended, game.players[winner])
     return won, (*verdicts, scored, GameWon(game.players[winner], cumulative))
-
-
-def _replace(
-    hands: tuple[frozenset[Tile], ...], seat: int, hand: frozenset[Tile]
-) -> tuple[frozenset[Tile], ...]:
-    return (*hands[:seat], hand, *hands[seat + 1 :])

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from referee.domain.rules import PointsPolicy, Rounding, Rules, TiePolicy
-from referee.domain.tiles import Tile, pips
+from referee.domain.tiles import mask_lowest_pips
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +55,9 @@ def score_domino(seat: int, counts: Sequence[int], rules: Rules) -> Award:
     return Award((seat,), pay((seat,), counts, rules.domino_points, rules.rounding), tie=False)
 
 
-def score_block(hands: Sequence[frozenset[Tile]], counts: Sequence[int], rules: Rules) -> Award:
-    """Scores a blocked round: the lowest pip count wins; ``tie`` decides a shared lowest."""
+def score_block(hands: Sequence[int], counts: Sequence[int], rules: Rules) -> Award:
+    """Scores a blocked round (hands as tile masks): the lowest pip count wins; ``tie`` decides a
+    shared lowest."""
     lowest = min(counts)
     tied = tuple(seat for seat, c in enumerate(counts) if c == lowest)
     tie = len(tied) > 1
@@ -64,14 +65,15 @@ def score_block(hands: Sequence[frozenset[Tile]], counts: Sequence[int], rules: 
     return Award(winners, pay(winners, counts, rules.block_points, rules.rounding), tie)
 
 
-def break_tie(
-    tied: tuple[int, ...], hands: Sequence[frozenset[Tile]], rules: Rules
-) -> tuple[int, ...]:
-    """Returns the winners among seats sharing the lowest pip count, under the tie policy."""
+def break_tie(tied: tuple[int, ...], hands: Sequence[int], rules: Rules) -> tuple[int, ...]:
+    """Returns the winners among seats sharing the lowest pip count, under the tie policy.
+
+    ``hands`` are the seats' tile masks.
+    """
     if rules.tie is TiePolicy.SPLIT:
         return tied
     if rules.tie is TiePolicy.LOWEST_TILE:
-        smallest = {seat: min(pips(t, rules.double_blank) for t in hands[seat]) for seat in tied}
+        smallest = {seat: mask_lowest_pips(hands[seat], rules.double_blank) for seat in tied}
         best = min(smallest.values())
         holders = tuple(seat for seat in tied if smallest[seat] == best)
         return holders if len(holders) == 1 else ()

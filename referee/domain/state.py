@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from referee.domain.events import End
 from referee.domain.rules import Rules
-from referee.domain.tiles import Tile, pip_count, shows
+from referee.domain.tiles import SHOWING, Tile, mask_pips, shows, tiles_of
 
 
 class RoundState(NamedTuple):
@@ -15,12 +15,15 @@ class RoundState(NamedTuple):
 
     States are immutable records. They are named tuples rather than frozen dataclasses
     because the judge builds one per event and a named tuple is four times cheaper to build
-    (docs/design.md, "Performance").
+    (docs/design.md, "Performance"). Hands and boneyard are tile masks (``tiles.py``): the
+    judge tests, adds and removes a tile with one integer operation.
     """
 
     number: int
-    hands: tuple[frozenset[Tile], ...]
-    boneyard: frozenset[Tile]
+    hand_masks: tuple[int, ...]
+    """Each seat's hand as a tile mask."""
+    boneyard_mask: int
+    """The boneyard as a tile mask."""
     left: int | None
     """The value shown at the left end; ``None`` while the layout is empty."""
     right: int | None
@@ -33,6 +36,16 @@ class RoundState(NamedTuple):
     ended: bool = False
 
     @property
+    def hands(self) -> tuple[frozenset[Tile], ...]:
+        """Returns each seat's hand as a set of tiles."""
+        return tuple(tiles_of(m) for m in self.hand_masks)
+
+    @property
+    def boneyard(self) -> frozenset[Tile]:
+        """Returns the boneyard as a set of tiles."""
+        return tiles_of(self.boneyard_mask)
+
+    @property
     def layout_empty(self) -> bool:
         """Checks if no tile has been played yet this round."""
         return self.left is None
@@ -43,11 +56,11 @@ class RoundState(NamedTuple):
 
     def can_play(self, seat: int) -> bool:
         """Checks if the player in ``seat`` holds a tile that matches an open end."""
-        return hand_can_play(self.hands[seat], self.left, self.right)
+        return hand_can_play(self.hand_masks[seat], self.left, self.right)
 
     def legal_plays(self, seat: int) -> list[tuple[Tile, End | None]]:
         """Returns every (tile, end) the player in ``seat`` could play now."""
-        hand = sorted(self.hands[seat])
+        hand = sorted(tiles_of(self.hand_masks[seat]))
         if self.left is None or self.right is None:
             return [(t, None) for t in hand]
         plays: list[tuple[Tile, End | None]] = []
@@ -60,26 +73,25 @@ class RoundState(NamedTuple):
 
     def nobody_can_play(self) -> bool:
         """Checks condition 1 of a block: no hand matches an open end."""
-        return not any(hand_can_play(h, self.left, self.right) for h in self.hands)
+        return not any(hand_can_play(h, self.left, self.right) for h in self.hand_masks)
 
     def is_blocked(self) -> bool:
         """Checks both conditions of a block: nobody can play and the boneyard is empty."""
-        return not self.boneyard and self.nobody_can_play()
+        return not self.boneyard_mask and self.nobody_can_play()
 
     def pip_counts(self, double_blank: int) -> tuple[int, ...]:
         """Returns each seat's pip count."""
-        return tuple(pip_count(h, double_blank) for h in self.hands)
+        return tuple(mask_pips(h, double_blank) for h in self.hand_masks)
 
 
-def hand_can_play(hand: Iterable[Tile], left: int | None, right: int | None) -> bool:
-    """Checks if some tile of ``hand`` shows ``left`` or ``right`` (any tile on an empty layout)."""
-    if left is None:
-        return any(True for _ in hand)
-    # Plain comparisons: this is the hottest loop of the referee.
-    for a, b in hand:  # noqa: SIM110
-        if a == left or a == right or b == left or b == right:  # noqa: PLR1714, SIM109
-            return True
-    return False
+def hand_can_play(hand: int, left: int | None, right: int | None) -> bool:
+    """Checks if some tile of the ``hand`` mask shows ``left`` or ``right``.
+
+    On an empty layout (``left`` is ``None``) any tile can be played.
+    """
+    if left is None or right is None:
+        return hand != 0
+    return hand & (SHOWING[left] | SHOWING[right]) != 0
 
 
 class GameState(NamedTuple):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 Tile = tuple[int, int]
 """A tile as its two values, smaller first: ``(a, b)`` with ``a <= b``."""
@@ -59,6 +59,73 @@ def shows(t: Tile, value: int) -> bool:
 def other_half(t: Tile, value: int) -> int:
     """Returns the value the tile leaves open once its ``value`` half is matched."""
     return t[1] if t[0] == value else t[0]
+
+
+# --- tile sets as bit masks ---------------------------------------------------------------------
+#
+# Hands and the boneyard are held as ``int`` bit masks: bit ``index(a, b)`` is set when the tile
+# ``(a, b)`` is in the set. Membership, removal and "does anything match this end" are then one
+# integer operation each, whatever the size of the hand, and a hand costs one small ``int``. The
+# index numbers tiles by their larger value (``b * (b + 1) // 2 + a`` for ``a <= b``), so it is
+# the same in every tile set: the double-six set is bits 0-27, double-eighteen bits 0-189.
+
+TILE_COUNT = (_MAX_VALUE + 1) * (_MAX_VALUE + 2) // 2
+"""How many tiles the largest set (double-eighteen) has: the masks' width in bits."""
+
+TILE_AT: tuple[Tile, ...] = tuple(
+    _INTERNED[a][b] for b in range(_MAX_VALUE + 1) for a in range(b + 1)
+)
+"""The tile of each bit index."""
+
+_PIPS_AT: tuple[int, ...] = tuple(a + b for a, b in TILE_AT)
+
+BIT: dict[tuple[int, int], int] = {
+    **{(b, a): 1 << i for i, (a, b) in enumerate(TILE_AT)},
+    **{(a, b): 1 << i for i, (a, b) in enumerate(TILE_AT)},
+}
+"""The mask bit of a tile, for both ways of writing it; tiles of no set are absent."""
+
+SHOWING: tuple[int, ...] = tuple(
+    sum(1 << i for i, t in enumerate(TILE_AT) if value in t) for value in range(_MAX_VALUE + 1)
+)
+"""The mask of every tile that shows a value, by value."""
+
+
+def set_mask(max_pip: int) -> int:
+    """Returns the mask of the whole double-``max_pip`` set (at most double-eighteen)."""
+    max_pip = min(max_pip, _MAX_VALUE)
+    return (1 << (max_pip + 1) * (max_pip + 2) // 2) - 1 if max_pip >= 0 else 0
+
+
+def mask_of(tiles: Iterable[Tile]) -> int:
+    """Returns the mask of a set of tiles (each within the double-eighteen set)."""
+    mask = 0
+    for a, b in tiles:
+        mask |= BIT[a, b]
+    return mask
+
+
+def tiles_of(mask: int) -> frozenset[Tile]:
+    """Returns the tiles of a mask."""
+    return frozenset(TILE_AT[i] for i in _indices(mask))
+
+
+def mask_pips(mask: int, double_blank: int = 0) -> int:
+    """Returns the pip count of the tiles of a mask; the double-blank counts ``double_blank``."""
+    total = double_blank if mask & 1 else 0
+    return total + sum(_PIPS_AT[i] for i in _indices(mask))
+
+
+def mask_lowest_pips(mask: int, double_blank: int = 0) -> int:
+    """Returns the pips of the lowest-counting tile of a non-empty mask."""
+    return min(double_blank if i == 0 else _PIPS_AT[i] for i in _indices(mask))
+
+
+def _indices(mask: int) -> Iterator[int]:
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
 
 
 def format_tile(t: Tile) -> str:
