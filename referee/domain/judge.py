@@ -42,7 +42,6 @@ _LEFT = End.LEFT
 _FULL_ROUND = BlockConfirmation.FULL_ROUND
 _NO_DRAW = DrawRule.NONE
 _DRAW_ONCE = DrawRule.ONCE
-_DRAW_UNTIL_PLAYABLE = DrawRule.UNTIL_PLAYABLE
 _DRAWING_FOULS = DrawWhileAble.FOUL
 _new = tuple.__new__
 """Builds a state from its fields in order: ``_new(RoundState, (...))`` skips the Python-level
@@ -315,9 +314,7 @@ def _pass(game: GameState, rnd: RoundState, seat: int) -> Judgement:
     foul: FoulKind | None = None
     if hand_can_play(rnd.hand_masks[seat], rnd.left, rnd.right):
         foul = FoulKind.FALSE_PASS
-    elif rnd.boneyard_mask and (
-        rules.draw is _DRAW_UNTIL_PLAYABLE or (rules.draw is _DRAW_ONCE and not rnd.drew)
-    ):  # the draw rule still requires a draw (Rules.requires_draw, written out)
+    elif rnd.boneyard_mask and rules.requires_draw(rnd.drew):
         foul = FoulKind.PASS_BEFORE_DRAWING
     verdicts: tuple[Verdict, ...] = ()
     if foul is not None:
@@ -345,10 +342,9 @@ def _after_applied(
 ) -> Judgement:
     mode = game.rules.block_confirmation
     players = game.players
-    if mode is _FULL_ROUND:
-        undecided = len(rnd.chain) < len(players)  # confirmations of a full round are missing
-    else:
-        undecided = rnd.boneyard_mask != 0  # a block needs an empty boneyard
+    # Nothing to decide while confirmations of a full round are missing (full_round) or while
+    # the boneyard has tiles (immediate: a block needs it empty).
+    undecided = len(rnd.chain) < len(players) if mode is _FULL_ROUND else rnd.boneyard_mask != 0
     if undecided:
         return _new(GameState, (players, game.rules, game.seats, game.scores, rnd, None)), verdicts
     proposer = block_proposer(rnd, mode, actor, len(players))
