@@ -50,7 +50,7 @@ WireTile = Annotated[
 Penalty = Annotated[int, msgspec.Meta(ge=0, le=1000)]
 
 
-class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     """The rule options of RULES.md; an absent option takes its default."""
 
     max_pip: Literal[6, 9, 12, 15, 18] = 6
@@ -99,8 +99,13 @@ class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
         )
 
 
-class WireEvent(msgspec.Struct, tag_field="type", frozen=True):
-    """The fields every input event carries."""
+class WireEvent(msgspec.Struct, tag_field="type", frozen=True, gc=False):
+    """The fields every input event carries.
+
+    Events are kept by the referee's ledgers as their content (see ``referee.Content``), so
+    they are not tracked by the garbage collector (``gc=False``): they hold plain data only
+    and can never be part of a reference cycle.
+    """
 
     event_id: EventId
     game_id: GameId
