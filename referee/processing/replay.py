@@ -92,10 +92,11 @@ def _replay_serial(
     progress: Callable[[int], None] | None,
 ) -> Tally:
     ref = Referee(max_event_bytes)
+    process = ref.process
     name = str(log)
     write = verdicts_out.write
     for number, line in read_log(log):
-        result = ref.process(line, FileSource(name, number))
+        result = process(line, FileSource(name, number))
         for verdict in result.verdicts:
             write(encode_canonical(verdict) + b"\n")
         if result.rejection is not None and rejected_out is not None:
@@ -130,17 +131,18 @@ _progress_counter: multiprocessing.sharedctypes.Synchronized[int] | None = None
 def _replay_shard(job: tuple[Path, int, int, int]) -> tuple[list[Output], Tally]:
     log, shard, shards, max_event_bytes = job
     ref = Referee(max_event_bytes)
+    process = ref.process
     name = str(log)
     outputs: list[Output] = []
-    seen = 0
+    counter = _progress_counter if shard == 0 else None  # one worker reports for all
     for number, line in read_log(log):
-        seen += 1
-        if seen % PROGRESS_EVERY == 0 and shard == 0 and _progress_counter is not None:
-            _progress_counter.value = number
+        if counter is not None and number % PROGRESS_EVERY == 0:
+            counter.value = number
         if shard_of(line, shards) != shard:
             continue
-        result = ref.process(line, FileSource(name, number))
-        outputs.extend((number, 0, encode_canonical(v)) for v in result.verdicts)
+        result = process(line, FileSource(name, number))
+        if result.verdicts:
+            outputs.extend((number, 0, encode_canonical(v)) for v in result.verdicts)
         if result.rejection is not None:
             outputs.append((number, 1, encode_canonical(result.rejection)))
     return outputs, ref.tally
