@@ -46,7 +46,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
 
 from referee.contracts.verdicts import encode_canonical  # noqa: E402
 from referee.contracts.wire import EnvelopeProbe, InputEvent  # noqa: E402
-from referee.processing.referee import Referee, fingerprint  # noqa: E402
+from referee.processing.referee import Referee  # noqa: E402
 from referee.service.relay import partition_ids  # noqa: E402
 from referee.simulate import SimulationOptions, _game, simulate  # noqa: E402
 from referee.store.repository import JOURNAL_COLUMNS  # noqa: E402
@@ -411,7 +411,6 @@ def stage_breakdown(log: Path, repeats: int) -> list[tuple[str, float]]:
 
     lines = log.read_bytes().splitlines()
     n = len(lines)
-    encode = msgspec.json.Encoder().encode
     decoder = msgspec.json.Decoder(InputEvent)
     out: list[tuple[str, float]] = []
 
@@ -431,15 +430,9 @@ def stage_breakdown(log: Path, repeats: int) -> list[tuple[str, float]]:
         for line in lines:
             parse_event(line)
 
-    def parse_fp() -> None:
+    def parse_domain() -> None:
         for line in lines:
-            fingerprint(encode(parse_event(line)))
-
-    def parse_fp_domain() -> None:
-        for line in lines:
-            event = parse_event(line)
-            fingerprint(encode(event))
-            event.to_domain()  # type: ignore[union-attr]
+            parse_event(line).to_domain()  # type: ignore[union-attr]
 
     def referee_only() -> None:
         ref = Referee()
@@ -456,8 +449,7 @@ def stage_breakdown(log: Path, repeats: int) -> list[tuple[str, float]]:
 
     timed("typed msgspec decode (the ceiling)", decode_only)
     timed("+ edge checks (`parse_event`)", parse_only)
-    timed("+ fingerprint (re-encode + blake2b)", parse_fp)
-    timed("+ wire -> domain conversion", parse_fp_domain)
+    timed("+ wire -> domain conversion", parse_domain)
     timed("full `Referee.process` (sequencing, dedupe, judge)", referee_only)
     timed("+ canonical verdict encoding", referee_encode)
     return out

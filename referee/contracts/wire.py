@@ -49,8 +49,12 @@ WireTile = Annotated[
 ]
 Penalty = Annotated[int, msgspec.Meta(ge=0, le=1000)]
 
+_new = tuple.__new__
+"""Builds a domain event (a named tuple) from all its fields, without its generated
+``__new__``: the actions are converted once per input event."""
 
-class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+
+class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     """The rule options of RULES.md; an absent option takes its default."""
 
     max_pip: Literal[6, 9, 12, 15, 18] = 6
@@ -99,8 +103,13 @@ class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
         )
 
 
-class WireEvent(msgspec.Struct, tag_field="type", frozen=True):
-    """The fields every input event carries."""
+class WireEvent(msgspec.Struct, tag_field="type", frozen=True, gc=False):
+    """The fields every input event carries.
+
+    Events are kept by the referee's ledgers as their content (see ``referee.Content``), so
+    they are not tracked by the garbage collector (``gc=False``): they hold plain data only
+    and can never be part of a reference cycle.
+    """
 
     event_id: EventId
     game_id: GameId
@@ -175,7 +184,7 @@ class TilePlayedWire(WireEvent, tag="TilePlayed", frozen=True):
 
     def to_domain(self) -> domain.TilePlayed:
         """Returns the event as the judge sees it."""
-        return domain.TilePlayed(self.round, self.player, self.tile, self.end)
+        return _new(domain.TilePlayed, (self.round, self.player, self.tile, self.end))
 
 
 class TileDrawnWire(WireEvent, tag="TileDrawn", frozen=True):
@@ -192,7 +201,7 @@ class TileDrawnWire(WireEvent, tag="TileDrawn", frozen=True):
 
     def to_domain(self) -> domain.TileDrawn:
         """Returns the event as the judge sees it."""
-        return domain.TileDrawn(self.round, self.player, self.tile)
+        return _new(domain.TileDrawn, (self.round, self.player, self.tile))
 
 
 class PassedWire(WireEvent, tag="Passed", frozen=True):
@@ -208,7 +217,7 @@ class PassedWire(WireEvent, tag="Passed", frozen=True):
 
     def to_domain(self) -> domain.Passed:
         """Returns the event as the judge sees it."""
-        return domain.Passed(self.round, self.player)
+        return _new(domain.Passed, (self.round, self.player))
 
 
 InputEvent = GameStartedWire | RoundStartedWire | TilePlayedWire | TileDrawnWire | PassedWire

@@ -10,7 +10,6 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple
 
 import msgspec
 
@@ -37,6 +36,35 @@ class Outcome(StrEnum):
     """Already processed with the same content; ignored."""
 
 
+Content = bytes | InputEvent
+"""What a record is, for telling duplicates from conflicts: a valid event, or a fingerprint.
+
+A valid event stands for the fingerprint of its canonical encoding (``print_of``), computed
+only when a comparison or the store needs it; the other records' prints are computed up
+front (``fingerprint(raw)``), and the prints loaded from the store are kept as they are.
+"""
+
+
+def fingerprint(data: bytes) -> bytes:
+    """Returns the 16-byte content fingerprint used to tell duplicates from conflicts."""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def print_of(content: Content) -> bytes:
+    """Returns the fingerprint of a record's content."""
+    if isinstance(content, bytes):
+        return content
+    return fingerprint(_ENCODE(content))
+
+
+def _same(taken: Content | None, fp: bytes) -> bool:
+    """Whether what took a place (if anything did) has the fingerprint ``fp``."""
+    return taken is not None and print_of(taken) == fp
+
+
 @dataclass(slots=True)
 class GameLedger:
     """A game's folded state, the last seq that took its place, and what took each place.
@@ -47,22 +75,22 @@ class GameLedger:
 
     state: GameState
     last_seq: int
-    seq_prints: dict[int, bytes] = field(default_factory=dict)
-    """Fingerprints of the seqs taken (all of them, or those loaded when not ``complete``)."""
-    event_prints: dict[str, bytes] = field(default_factory=dict)
-    """Fingerprints of the event ids that took a place."""
+    seq_prints: dict[int, Content] = field(default_factory=dict)
+    """What took each seq (all of them, or those loaded when not ``complete``)."""
+    event_prints: dict[str, Content] = field(default_factory=dict)
+    """What took a place under each event id."""
     complete: bool = True
     """Whether the prints of the game's whole history are in memory (else: ask the store)."""
 
-    def take(self, seq: int, event_id: str | None, fp: bytes) -> None:
-        """Records that content ``fp`` (and ``event_id``, when readable) took place ``seq``."""
+    def take(self, seq: int, event_id: str | None, content: Content) -> None:
+        """Records that ``content`` (and ``event_id``, when readable) took place ``seq``."""
         self.last_seq = seq
-        self.seq_prints[seq] = fp
+        self.seq_prints[seq] = content
         if event_id is not None:
-            self.event_prints.setdefault(event_id, fp)
+            self.event_prints.setdefault(event_id, content)
 
 
-class Processed(NamedTuple):
+class Processed(msgspec.Struct, frozen=True, gc=False):
     """The outcome of one record, with everything the store and the publishers need."""
 
     outcome: Outcome
@@ -70,11 +98,19 @@ class Processed(NamedTuple):
     seq: int | None
     event_id: str | None
     event_type: str | None
-    fingerprint: bytes
+    content: Content
     took_place: bool
     """Whether the record took the next place in its game's sequence."""
     verdicts: tuple[OutputVerdict, ...] = ()
     rejection: EventRejected | None = None
+
+    @property
+    def fingerprint(self) -> bytes:
+        """Returns the record's content fingerprint (the journal's)."""
+        return print_of(self.content)
+
+
+_DUPLICATE = Outcome.DUPLICATE
 
 
 @dataclass(slots=True)
@@ -96,26 +132,19 @@ class Tally:
         self.records += other.records
 
     def count(self, processed: Processed) -> None:
-        """Adds one processed record."""
+        """Adds one processed record (only a judged one can have verdicts)."""
         self.records += 1
-        outcome = processed.outcome
-        if outcome is Outcome.DUPLICATE:
+        if processed.outcome is _DUPLICATE:
             self.duplicates += 1
         elif processed.rejection is not None:
             self.rejections[processed.rejection.reason.value] += 1
-        elif processed.event_type is not None:
-            self.events[processed.event_type] += 1
-        for v in processed.verdicts:
-            self.verdicts[v.__struct_config__.tag] += 1  # type: ignore[index]
+        elif (kind := processed.event_type) is not None:
+            events = self.events
+            events[kind] = events.get(kind, 0) + 1  # cheaper than Counter's ``+= 1``
+            for v in processed.verdicts:
+                self.verdicts[v.__struct_config__.tag] += 1  # type: ignore[index]
 
 
-def fingerprint(data: bytes) -> bytes:
-    """Returns the 16-byte content fingerprint used to tell duplicates from conflicts."""
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-_ENCODE = msgspec.json.Encoder().encode
-_blake2b = hashlib.blake2b
 _APPLIED = Outcome.APPLIED
 _KIND = {cls: cls.__name__.removesuffix("Wire") for cls in INPUT_EVENTS}
 
@@ -153,7 +182,7 @@ class Referee:
         ledger = self.games.get(game_id) if game_id is not None else None
         took_place = False
         if ledger is not None and seq is not None and game_id is not None:
-            if seq <= ledger.last_seq and ledger.seq_prints.get(seq) == fp:
+            if seq <= ledger.last_seq and _same(ledger.seq_prints.get(seq), fp):
                 return Processed(
                     Outcome.DUPLICATE, game_id, seq, bad.event_id, None, fp, took_place=False
                 )
@@ -168,77 +197,72 @@ class Referee:
     # --- valid events ---------------------------------------------------------------------------
 
     def _judge(self, raw: bytes, source: Source, event: InputEvent) -> Processed:
-        fp = _blake2b(_ENCODE(event), digest_size=16).digest()
         game_id, seq, event_id = event.game_id, event.seq, event.event_id
-        kind = _KIND[type(event)]
         ledger = self.games.get(game_id)
-        if ledger is not None and seq == ledger.last_seq + 1:
-            # The common case, kept short: the next event of a known game.
-            known = ledger.event_prints.get(event_id)
-            if known is None:
-                try:
-                    state, verdicts = judge(ledger.state, event.to_domain())
-                except InvalidInput as exc:
-                    ledger.take(seq, event_id, fp)
-                    return self._reject(
-                        raw, source, event, kind, fp, exc.reason, exc.detail, took_place=True
-                    )
-                ledger.state = state
-                ledger.take(seq, event_id, fp)
-                if not verdicts:
-                    return Processed(_APPLIED, game_id, seq, event_id, kind, fp, True)  # noqa: FBT003
-                return self._verdicts(event, kind, fp, verdicts)
-        return self._judge_unusual(raw, source, event, kind, fp, ledger)
+        if ledger is None or seq != ledger.last_seq + 1 or event_id in ledger.event_prints:
+            return self._judge_unusual(raw, source, event, ledger)
+        # The common case, kept short: the next event of a known game, with a fresh event id.
+        try:
+            state, verdicts = judge(ledger.state, event.to_domain())
+        except InvalidInput as exc:
+            ledger.take(seq, event_id, event)
+            return self._reject(raw, source, event, exc.reason, exc.detail, took_place=True)
+        ledger.state = state
+        ledger.last_seq = seq  # ledger.take, inlined: the event id is known to be fresh
+        ledger.seq_prints[seq] = event
+        ledger.event_prints[event_id] = event
+        if not verdicts:
+            return Processed(_APPLIED, game_id, seq, event_id, _KIND[type(event)], event, True)  # noqa: FBT003
+        return self._verdicts(event, verdicts)
 
     def _judge_unusual(
-        self,
-        raw: bytes,
-        source: Source,
-        event: InputEvent,
-        kind: str,
-        fp: bytes,
-        ledger: GameLedger | None,
+        self, raw: bytes, source: Source, event: InputEvent, ledger: GameLedger | None
     ) -> Processed:
         """Every case but the next event of a known game with a fresh event id."""
         game_id, seq, event_id = event.game_id, event.seq, event.event_id
         expected = 1 if ledger is None else ledger.last_seq + 1
-        known = None if ledger is None else ledger.event_prints.get(event_id)
-        if known == fp or (ledger is not None and ledger.seq_prints.get(seq) == fp):
-            return Processed(Outcome.DUPLICATE, game_id, seq, event_id, kind, fp, took_place=False)
-        problem = self._misplaced(event, ledger, expected, kind)
+        known = taken = None
+        if ledger is not None:
+            known, taken = ledger.event_prints.get(event_id), ledger.seq_prints.get(seq)
+        if known is not None or taken is not None:
+            fp = print_of(event)
+            if _same(known, fp) or _same(taken, fp):
+                kind = _KIND[type(event)]
+                return Processed(
+                    Outcome.DUPLICATE, game_id, seq, event_id, kind, event, took_place=False
+                )
+        problem = self._misplaced(event, ledger, expected)
         if problem is not None:
             reason, detail = problem
-            return self._reject(raw, source, event, kind, fp, reason, detail, took_place=False)
+            return self._reject(raw, source, event, reason, detail, took_place=False)
         if known is not None:
             reason, detail = (
                 RejectionReason.SEQ_CONFLICT,
                 f"event_id {event_id!r} was already used by a different event",
             )
             if ledger is not None:
-                ledger.take(seq, None, fp)
-            return self._reject(
-                raw, source, event, kind, fp, reason, detail, took_place=ledger is not None
-            )
+                ledger.take(seq, None, event)
+            return self._reject(raw, source, event, reason, detail, took_place=ledger is not None)
         try:
             state, verdicts = judge(None if ledger is None else ledger.state, event.to_domain())
         except InvalidInput as exc:
             if ledger is not None:
-                ledger.take(seq, event_id, fp)
+                ledger.take(seq, event_id, event)
             return self._reject(
-                raw, source, event, kind, fp, exc.reason, exc.detail, took_place=ledger is not None
+                raw, source, event, exc.reason, exc.detail, took_place=ledger is not None
             )
         if ledger is None:
             ledger = self.games[game_id] = GameLedger(state, 0)
         else:
             ledger.state = state
-        ledger.take(seq, event_id, fp)
+        ledger.take(seq, event_id, event)
         if not verdicts:
-            return Processed(Outcome.APPLIED, game_id, seq, event_id, kind, fp, took_place=True)
-        return self._verdicts(event, kind, fp, verdicts)
+            kind = _KIND[type(event)]
+            return Processed(Outcome.APPLIED, game_id, seq, event_id, kind, event, took_place=True)
+        return self._verdicts(event, verdicts)
 
-    def _verdicts(
-        self, event: InputEvent, kind: str, fp: bytes, verdicts: tuple[Verdict, ...]
-    ) -> Processed:
+    @staticmethod
+    def _verdicts(event: InputEvent, verdicts: tuple[Verdict, ...]) -> Processed:
         game_id, seq, event_id = event.game_id, event.seq, event.event_id
         round_no = event.round_no
         wired = tuple(
@@ -259,15 +283,15 @@ class Referee:
             game_id,
             seq,
             event_id,
-            kind,
-            fp,
+            _KIND[type(event)],
+            event,
             took_place=True,
             verdicts=wired,
         )
 
     @staticmethod
     def _misplaced(
-        event: InputEvent, ledger: GameLedger | None, expected: int, kind: str
+        event: InputEvent, ledger: GameLedger | None, expected: int
     ) -> tuple[RejectionReason, str] | None:
         """Returns why an event cannot take its seq in its game, if it cannot."""
         game_id, seq = event.game_id, event.seq
@@ -275,7 +299,7 @@ class Referee:
             if not isinstance(event, GameStartedWire):
                 return (
                     RejectionReason.UNKNOWN_GAME,
-                    f"{kind} for game {game_id!r}, which has not started",
+                    f"{_KIND[type(event)]} for game {game_id!r}, which has not started",
                 )
             if seq != 1:
                 return RejectionReason.SEQ_GAP, f"GameStarted must have seq 1, got {seq}"
@@ -297,8 +321,6 @@ class Referee:
         raw: bytes,
         source: Source,
         event: InputEvent,
-        kind: str,
-        fp: bytes,
         reason: RejectionReason,
         detail: str,
         *,
@@ -312,8 +334,8 @@ class Referee:
             event.game_id,
             event.seq,
             event.event_id,
-            kind,
-            fp,
+            _KIND[type(event)],
+            event,
             took_place,
             (),
             rejection,
