@@ -89,6 +89,17 @@ class GameLedger:
         if event_id is not None:
             self.event_prints.setdefault(event_id, content)
 
+    def settle(self, seq: int, event_id: str | None, content: Content, fp: bytes) -> None:
+        """Keeps the print ``fp`` where ``content`` took a place, instead of the event itself.
+
+        The store computes every print for its journal; a long-lived cache of games then
+        holds 16 bytes a place rather than a decoded event.
+        """
+        if self.seq_prints.get(seq) is content:
+            self.seq_prints[seq] = fp
+        if event_id is not None and self.event_prints.get(event_id) is content:
+            self.event_prints[event_id] = fp
+
 
 class Processed(msgspec.Struct, frozen=True, gc=False):
     """The outcome of one record, with everything the store and the publishers need."""

@@ -193,8 +193,10 @@ class ProcessingStep:
         rows = Rows([], [], [], [], [])
         last_of_game: dict[str, int] = {}
         last_of_partition: dict[tuple[str, int], tuple[int, int]] = {}
+        games = self.referee.games
         for journal_id, (record, p) in zip(ids, processed, strict=True):
             rejection = p.rejection
+            fp = p.fingerprint
             rows.journal.append(
                 (
                     journal_id,
@@ -208,12 +210,13 @@ class ProcessingStep:
                     p.outcome.value,
                     None if rejection is None else rejection.reason.value,
                     p.took_place,
-                    p.fingerprint,
+                    fp,
                     record.raw,
                 )
             )
-            if p.took_place and p.game_id is not None:
+            if p.took_place and p.game_id is not None and p.seq is not None:
                 last_of_game[p.game_id] = journal_id
+                games[p.game_id].settle(p.seq, p.event_id, p.content, fp)
             for v in p.verdicts:
                 rows.verdicts.append(
                     (
@@ -235,7 +238,6 @@ class ProcessingStep:
                     )
                 )
             last_of_partition[record.topic, record.partition] = (record.offset, journal_id)
-        games = self.referee.games
         for game_id, journal_id in last_of_game.items():
             ledger = games[game_id]
             rows.versions.append(

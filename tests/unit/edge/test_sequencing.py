@@ -46,6 +46,23 @@ def test_the_same_content_written_differently_is_a_duplicate() -> None:
     assert table.one(spaced).outcome is Outcome.DUPLICATE
 
 
+def test_places_settled_to_their_prints_still_tell_duplicates_from_conflicts() -> None:
+    # The store swaps the events a ledger keeps for their prints (GameLedger.settle).
+    table = in_round()
+    (first,) = table.feed(played(3, "ann", [6, 6]))
+    ledger = table.referee.games[GAME]
+    assert ledger.seq_prints[3] is first.content
+    ledger.settle(3, first.event_id, first.content, first.fingerprint)
+    assert ledger.seq_prints[3] == first.fingerprint
+    assert first.event_id is not None
+    assert ledger.event_prints[first.event_id] == first.fingerprint
+    assert table.one(raw(played(3, "ann", [6, 6]))).outcome is Outcome.DUPLICATE
+    conflict = table.one(raw(played(3, "ann", [5, 6])))
+    assert conflict.outcome is Outcome.REJECTED
+    assert conflict.rejection is not None
+    assert conflict.rejection.reason.value == "seq_conflict"
+
+
 def test_a_duplicate_of_an_older_event_is_ignored_later_on() -> None:
     table = in_round()
     table.feed(played(3, "ann", [6, 6]), played(4, "bob", [6, 5], end="right"))
