@@ -8,7 +8,13 @@ from typing import TypeGuard
 
 import msgspec
 
-from referee.contracts.wire import EVENT_TYPES, EnvelopeProbe, GameStartedWire, InputEvent
+from referee.contracts.wire import (
+    EVENT_TYPES,
+    GAME_ID_PATTERN,
+    EnvelopeProbe,
+    GameStartedWire,
+    InputEvent,
+)
 from referee.domain.errors import RejectionReason
 
 DEFAULT_MAX_EVENT_BYTES = 64 * 1024
@@ -43,6 +49,13 @@ def parse_event(raw: bytes, max_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> InputEv
         return _explain(raw, str(exc))
     except msgspec.DecodeError as exc:
         return Unparsed(RejectionReason.MALFORMED_JSON, f"not valid JSON: {exc}", None, None, None)
+    if not _known_game_id(event.game_id):
+        return _unparsed(
+            raw,
+            RejectionReason.SCHEMA_VIOLATION,
+            f"{event.__struct_config__.tag}: Expected `str` matching regex"
+            f" {GAME_ID_PATTERN!r} - at `$.game_id`",
+        )
     if not _real_time(event.occurred_at):
         return _unparsed(
             raw,
@@ -57,6 +70,22 @@ def parse_event(raw: bytes, max_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> InputEv
             "GameStarted: players must be distinct - at `$.players`",
         )
     return event
+
+
+_VALID_GAME_IDS: set[str] = set()
+_REMEMBERED_GAME_IDS = 100_000
+
+
+def _known_game_id(game_id: str) -> bool:
+    """Checks a decoded game id against ``GAME_ID_PATTERN``, remembering the ids that pass."""
+    if game_id in _VALID_GAME_IDS:
+        return True
+    if not _valid_game_id(game_id):
+        return False
+    if len(_VALID_GAME_IDS) >= _REMEMBERED_GAME_IDS:
+        _VALID_GAME_IDS.clear()
+    _VALID_GAME_IDS.add(game_id)
+    return True
 
 
 def _real_time(value: str) -> bool:

@@ -110,6 +110,8 @@ SCHEMA_CASES: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
     "empty player id": ({**started(), "players": ["ann", ""]}, ("$.players",)),
     "game_id with a space": (started(game_id="table 42"), ("$.game_id",)),
     "game_id with a slash": (started(game_id="table/42"), ("$.game_id",)),
+    # A regex search would let "$" match before a final line break; the schema's does not.
+    "game_id ending in a line break": (started(game_id="table-42\n"), ("$.game_id",)),
     "game_id of 129 chars": (started(game_id="g" * 129, event_id="e1"), ("$.game_id",)),
     "empty event_id": (event("GameStarted", 1, event_id="", players=["a", "b"]), ("$.event_id",)),
     "event_id of 65 chars": (
