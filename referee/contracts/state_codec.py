@@ -8,7 +8,7 @@ import msgspec
 
 from referee.contracts.wire import RulesWire
 from referee.domain.state import GameState, RoundState
-from referee.domain.tiles import mask_of, tile
+from referee.domain.tiles import mask_of, sorted_tiles, tile
 
 _encode = msgspec.json.Encoder(order="sorted").encode
 _decode = msgspec.json.Decoder().decode
@@ -17,8 +17,8 @@ _decode = msgspec.json.Decoder().decode
 def _round_to_json(rnd: RoundState) -> dict[str, Any]:
     return {
         "number": rnd.number,
-        "hands": [sorted(h) for h in rnd.hands],
-        "boneyard": sorted(rnd.boneyard),
+        "hands": [sorted_tiles(h) for h in rnd.hand_masks],
+        "boneyard": sorted_tiles(rnd.boneyard_mask),
         "left": rnd.left,
         "right": rnd.right,
         "turn": rnd.turn,

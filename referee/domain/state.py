@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from referee.domain.events import End
 from referee.domain.rules import Rules
-from referee.domain.tiles import SHOWING, Tile, mask_pips, shows, tiles_of
+from referee.domain.tiles import SHOWING, Tile, mask_pips, shows, sorted_tiles, tiles_of
 
 
 class RoundState(NamedTuple):
@@ -60,7 +60,7 @@ class RoundState(NamedTuple):
 
     def legal_plays(self, seat: int) -> list[tuple[Tile, End | None]]:
         """Returns every (tile, end) the player in ``seat`` could play now."""
-        hand = sorted(tiles_of(self.hand_masks[seat]))
+        hand = sorted_tiles(self.hand_masks[seat])
         if self.left is None or self.right is None:
             return [(t, None) for t in hand]
         plays: list[tuple[Tile, End | None]] = []

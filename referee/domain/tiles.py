@@ -110,6 +110,11 @@ def tiles_of(mask: int) -> frozenset[Tile]:
     return frozenset(TILE_AT[i] for i in _indices(mask))
 
 
+def sorted_tiles(mask: int) -> list[Tile]:
+    """Returns the tiles of a mask in ascending order (``[0,0]``, ``[0,1]``, ... ``[1,1]``)."""
+    return sorted([TILE_AT[i] for i in _indices(mask)])
+
+
 def mask_pips(mask: int, double_blank: int = 0) -> int:
     """Returns the pip count of the tiles of a mask; the double-blank counts ``double_blank``."""
     total = double_blank if mask & 1 else 0
