@@ -109,9 +109,9 @@ class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=Fals
 class WireEvent(msgspec.Struct, tag_field="type", frozen=True, gc=False):
     """The fields every input event carries.
 
-    Events are kept by the referee's ledgers as their content (see ``referee.Content``), so
-    they are not tracked by the garbage collector (``gc=False``): they hold plain data only
-    and can never be part of a reference cycle.
+    Events hold plain data only and can never be part of a reference cycle, so the garbage
+    collector does not track them (``gc=False``): one per input record, they are then cheaper
+    to make and to free.
     """
 
     event_id: EventId

@@ -36,31 +36,46 @@ class Outcome(StrEnum):
     """Already processed with the same content; ignored."""
 
 
-Content = bytes | InputEvent
-"""What a record is, for telling duplicates from conflicts: a valid event, or a fingerprint.
-
-A valid event stands for the fingerprint of its canonical encoding (``print_of``), computed
-only when a comparison or the store needs it; the other records' prints are computed up
-front (``fingerprint(raw)``), and the prints loaded from the store are kept as they are.
-"""
-
-
 def fingerprint(data: bytes) -> bytes:
     """Returns the 16-byte content fingerprint used to tell duplicates from conflicts."""
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
 _ENCODE = msgspec.json.Encoder().encode
+_DECODE_VALID = msgspec.json.Decoder(InputEvent).decode
 
 
-def print_of(content: Content) -> bytes:
-    """Returns the fingerprint of a record's content."""
-    if isinstance(content, bytes):
-        return content
-    return fingerprint(_ENCODE(content))
+def event_print(event: InputEvent) -> bytes:
+    """Returns a valid event's fingerprint: that of its canonical encoding.
+
+    The same content written differently (spacing, key order) has the same print.
+    """
+    return fingerprint(_ENCODE(event))
 
 
-def _same(taken: Content | None, fp: bytes) -> bool:
+class Print(bytes):
+    """A fingerprint kept in a ledger (``bytes`` of another kind than a raw record)."""
+
+
+Taken = Print | bytes
+"""What took a place in a game, for telling duplicates from conflicts: a print, or the raw
+bytes of the valid event that took it.
+
+The raw bytes are kept as they arrived (they exist already) and stand for the print of the
+event they decode to, computed only when a comparison needs it: the print of every event up
+front, or the decoded event itself, cost more time and memory than the rare comparison.
+Unparsed records and the places loaded from the store are kept as prints.
+"""
+
+
+def print_of(taken: Taken) -> bytes:
+    """Returns the fingerprint of what took a place."""
+    if isinstance(taken, Print):
+        return taken
+    return event_print(_DECODE_VALID(taken))
+
+
+def _same(taken: Taken | None, fp: bytes) -> bool:
     """Whether what took a place (if anything did) has the fingerprint ``fp``."""
     return taken is not None and print_of(taken) == fp
 
@@ -75,30 +90,30 @@ class GameLedger:
 
     state: GameState
     last_seq: int
-    seq_prints: dict[int, Content] = field(default_factory=dict)
+    seq_prints: dict[int, Taken] = field(default_factory=dict)
     """What took each seq (all of them, or those loaded when not ``complete``)."""
-    event_prints: dict[str, Content] = field(default_factory=dict)
+    event_prints: dict[str, Taken] = field(default_factory=dict)
     """What took a place under each event id."""
     complete: bool = True
     """Whether the prints of the game's whole history are in memory (else: ask the store)."""
 
-    def take(self, seq: int, event_id: str | None, content: Content) -> None:
-        """Records that ``content`` (and ``event_id``, when readable) took place ``seq``."""
+    def take(self, seq: int, event_id: str | None, taken: Taken) -> None:
+        """Records that ``taken`` (and ``event_id``, when readable) took place ``seq``."""
         self.last_seq = seq
-        self.seq_prints[seq] = content
+        self.seq_prints[seq] = taken
         if event_id is not None:
-            self.event_prints.setdefault(event_id, content)
+            self.event_prints.setdefault(event_id, taken)
 
-    def settle(self, seq: int, event_id: str | None, content: Content, fp: bytes) -> None:
-        """Keeps the print ``fp`` where ``content`` took a place, instead of the event itself.
+    def settle(self, seq: int, event_id: str | None, raw: bytes, fp: bytes) -> None:
+        """Keeps the print ``fp`` where the record ``raw`` took a place, instead of its bytes.
 
         The store computes every print for its journal; a long-lived cache of games then
-        holds 16 bytes a place rather than a decoded event.
+        holds 16 bytes a place rather than a whole record.
         """
-        if self.seq_prints.get(seq) is content:
-            self.seq_prints[seq] = fp
-        if event_id is not None and self.event_prints.get(event_id) is content:
-            self.event_prints[event_id] = fp
+        if self.seq_prints.get(seq) is raw:
+            self.seq_prints[seq] = Print(fp)
+        if event_id is not None and self.event_prints.get(event_id) is raw:
+            self.event_prints[event_id] = Print(fp)
 
 
 class Processed(msgspec.Struct, frozen=True, gc=False):
@@ -109,7 +124,8 @@ class Processed(msgspec.Struct, frozen=True, gc=False):
     seq: int | None
     event_id: str | None
     event_type: str | None
-    content: Content
+    content: InputEvent | bytes
+    """The valid event, or the print of a record that failed at the edge."""
     took_place: bool
     """Whether the record took the next place in its game's sequence."""
     verdicts: tuple[OutputVerdict, ...] = ()
@@ -118,7 +134,8 @@ class Processed(msgspec.Struct, frozen=True, gc=False):
     @property
     def fingerprint(self) -> bytes:
         """Returns the record's content fingerprint (the journal's)."""
-        return print_of(self.content)
+        content = self.content
+        return content if isinstance(content, bytes) else event_print(content)
 
 
 _DUPLICATE = Outcome.DUPLICATE
@@ -198,7 +215,7 @@ class Referee:
                     Outcome.DUPLICATE, game_id, seq, bad.event_id, None, fp, took_place=False
                 )
             if seq == ledger.last_seq + 1:
-                ledger.take(seq, bad.event_id, fp)
+                ledger.take(seq, bad.event_id, Print(fp))
                 took_place = True
         rejection = self._rejection(raw, source, bad.reason, bad.detail, game_id, seq, bad.event_id)
         return Processed(
@@ -216,12 +233,12 @@ class Referee:
         try:
             state, verdicts = judge(ledger.state, event.to_domain())
         except InvalidInput as exc:
-            ledger.take(seq, event_id, event)
+            ledger.take(seq, event_id, raw)
             return self._reject(raw, source, event, exc.reason, exc.detail, took_place=True)
         ledger.state = state
         ledger.last_seq = seq  # ledger.take, inlined: the event id is known to be fresh
-        ledger.seq_prints[seq] = event
-        ledger.event_prints[event_id] = event
+        ledger.seq_prints[seq] = raw
+        ledger.event_prints[event_id] = raw
         if not verdicts:
             return Processed(_APPLIED, game_id, seq, event_id, _KIND[type(event)], event, True)  # noqa: FBT003
         return self._verdicts(event, verdicts)
@@ -236,7 +253,7 @@ class Referee:
         if ledger is not None:
             known, taken = ledger.event_prints.get(event_id), ledger.seq_prints.get(seq)
         if known is not None or taken is not None:
-            fp = print_of(event)
+            fp = event_print(event)
             if _same(known, fp) or _same(taken, fp):
                 kind = _KIND[type(event)]
                 return Processed(
@@ -252,13 +269,13 @@ class Referee:
                 f"event_id {event_id!r} was already used by a different event",
             )
             if ledger is not None:
-                ledger.take(seq, None, event)
+                ledger.take(seq, None, raw)
             return self._reject(raw, source, event, reason, detail, took_place=ledger is not None)
         try:
             state, verdicts = judge(None if ledger is None else ledger.state, event.to_domain())
         except InvalidInput as exc:
             if ledger is not None:
-                ledger.take(seq, event_id, event)
+                ledger.take(seq, event_id, raw)
             return self._reject(
                 raw, source, event, exc.reason, exc.detail, took_place=ledger is not None
             )
@@ -266,7 +283,7 @@ class Referee:
             ledger = self.games[game_id] = GameLedger(state, 0)
         else:
             ledger.state = state
-        ledger.take(seq, event_id, event)
+        ledger.take(seq, event_id, raw)
         if not verdicts:
             kind = _KIND[type(event)]
             return Processed(Outcome.APPLIED, game_id, seq, event_id, kind, event, took_place=True)

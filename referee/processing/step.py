@@ -21,7 +21,7 @@ from referee.contracts.rejection import Source
 from referee.contracts.state_codec import decode_state, encode_state
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import InputEvent
-from referee.processing.referee import GameLedger, Processed, Referee
+from referee.processing.referee import GameLedger, Print, Processed, Referee
 from referee.store import repository
 from referee.store.repository import Rows
 
@@ -181,9 +181,9 @@ class ProcessingStep:
                 event_ids.append((p.game_id, p.event_id))
         for row in await repository.load_prints(conn, seqs, event_ids):
             ledger = games[row.game_id]
-            ledger.seq_prints[row.seq] = row.fingerprint
+            ledger.seq_prints[row.seq] = Print(row.fingerprint)
             if row.event_id is not None:
-                ledger.event_prints.setdefault(row.event_id, row.fingerprint)
+                ledger.event_prints.setdefault(row.event_id, Print(row.fingerprint))
         for g in touched:
             if g in games:
                 self._recency[g] = None
@@ -216,7 +216,7 @@ class ProcessingStep:
             )
             if p.took_place and p.game_id is not None and p.seq is not None:
                 last_of_game[p.game_id] = journal_id
-                games[p.game_id].settle(p.seq, p.event_id, p.content, fp)
+                games[p.game_id].settle(p.seq, p.event_id, record.raw, fp)
             for v in p.verdicts:
                 rows.verdicts.append(
                     (

@@ -49,10 +49,11 @@ def test_the_same_content_written_differently_is_a_duplicate() -> None:
 def test_places_settled_to_their_prints_still_tell_duplicates_from_conflicts() -> None:
     # The store swaps the events a ledger keeps for their prints (GameLedger.settle).
     table = in_round()
-    (first,) = table.feed(played(3, "ann", [6, 6]))
+    record = raw(played(3, "ann", [6, 6]))
+    first = table.one(record)
     ledger = table.referee.games[GAME]
-    assert ledger.seq_prints[3] is first.content
-    ledger.settle(3, first.event_id, first.content, first.fingerprint)
+    assert ledger.seq_prints[3] is record
+    ledger.settle(3, first.event_id, record, first.fingerprint)
     assert ledger.seq_prints[3] == first.fingerprint
     assert first.event_id is not None
     assert ledger.event_prints[first.event_id] == first.fingerprint
