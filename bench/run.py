@@ -500,6 +500,14 @@ def probe_keys(raw: bytes, probe: msgspec.json.Decoder) -> tuple[Any, Any, Any]:
     return game, seq, event_id
 
 
+def ceiling_row(
+    n: int, topic: str, partition: int, offset: int, raw: bytes, probe: msgspec.json.Decoder
+) -> tuple[Any, ...]:
+    """A journal row for a ceiling: the record's indexed keys probed, nothing judged."""
+    game, seq, event_id = probe_keys(raw, probe)
+    return (n, topic, partition, offset, game, seq, event_id, None, "applied", None, True, b"", raw)
+
+
 async def copy_ceiling_file(url: str, log: Path, batch_size: int) -> tuple[int, float]:
     """COPYs the raw lines into a fresh ``journal`` (same table and indexes), a commit per
     batch; the indexed keys are read with the cheapest probe decode. (lines, seconds)"""
@@ -518,26 +526,8 @@ async def copy_ceiling_file(url: str, log: Path, batch_size: int) -> tuple[int, 
 
         with log.open("rb") as f:
             for number, line in enumerate(f, 1):
-                raw = line.rstrip(b"\n")
-                game, seq, event_id = probe_keys(raw, probe)
                 n += 1
-                batch.append(
-                    (
-                        n,
-                        topic,
-                        0,
-                        number,
-                        game,
-                        seq,
-                        event_id,
-                        None,
-                        "applied",
-                        None,
-                        True,
-                        b"",
-                        raw,
-                    )
-                )
+                batch.append(ceiling_row(n, topic, 0, number, line.rstrip(b"\n"), probe))
                 if len(batch) >= batch_size:
                     await flush()
         if batch:
@@ -614,25 +604,7 @@ async def kafka_ceiling(
             rows = []
             for r in records:
                 n += 1
-                raw = r.value or b""
-                game, seq, event_id = probe_keys(raw, probe)
-                rows.append(
-                    (
-                        n,
-                        r.topic,
-                        r.partition,
-                        r.offset,
-                        game,
-                        seq,
-                        event_id,
-                        None,
-                        "applied",
-                        None,
-                        True,
-                        b"",
-                        raw,
-                    )
-                )
+                rows.append(ceiling_row(n, r.topic, r.partition, r.offset, r.value or b"", probe))
             async with conn.transaction():
                 await conn.copy_records_to_table("journal", records=rows, columns=JOURNAL_COLUMNS)
             await consumer.commit()
