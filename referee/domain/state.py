@@ -45,15 +45,6 @@ class RoundState(NamedTuple):
         """Returns the boneyard as a set of tiles."""
         return tiles_of(self.boneyard_mask)
 
-    @property
-    def layout_empty(self) -> bool:
-        """Checks if no tile has been played yet this round."""
-        return self.left is None
-
-    def end_value(self, end: End) -> int | None:
-        """Returns the value an end shows (``None`` on an empty layout)."""
-        return self.left if end is End.LEFT else self.right
-
     def can_play(self, seat: int) -> bool:
         """Checks if the player in ``seat`` holds a tile that matches an open end."""
         return hand_can_play(self.hand_masks[seat], self.left, self.right)

@@ -36,16 +36,6 @@ def pips(t: Tile, double_blank: int = 0) -> int:
     return double_blank if total == 0 else total
 
 
-def pip_count(hand: Iterable[Tile], double_blank: int = 0) -> int:
-    """Returns the sum of the pips of the tiles in a hand."""
-    return sum(pips(t, double_blank) for t in hand)
-
-
-def in_set(t: Tile, max_pip: int) -> bool:
-    """Checks if the (normalised) tile belongs to the double-``max_pip`` set."""
-    return 0 <= t[0] <= t[1] <= max_pip
-
-
 def full_set(max_pip: int) -> frozenset[Tile]:
     """Returns every tile of the double-``max_pip`` set: (N+1)(N+2)/2 of them."""
     return frozenset((a, b) for a in range(max_pip + 1) for b in range(a, max_pip + 1))
@@ -68,9 +58,6 @@ def other_half(t: Tile, value: int) -> int:
 # integer operation each, whatever the size of the hand, and a hand costs one small ``int``. The
 # index numbers tiles by their larger value (``b * (b + 1) // 2 + a`` for ``a <= b``), so it is
 # the same in every tile set: the double-six set is bits 0-27, double-eighteen bits 0-189.
-
-TILE_COUNT = (_MAX_VALUE + 1) * (_MAX_VALUE + 2) // 2
-"""How many tiles the largest set (double-eighteen) has: the masks' width in bits."""
 
 TILE_AT: tuple[Tile, ...] = tuple(
     _INTERNED[a][b] for b in range(_MAX_VALUE + 1) for a in range(b + 1)

@@ -29,7 +29,7 @@ from referee.domain.rules import (
     TiePolicy,
 )
 from referee.domain.state import GameState, RoundState
-from referee.domain.tiles import Tile, full_set, pip_count, shows, tile
+from referee.domain.tiles import Tile, full_set, pips, shows, tile
 from referee.domain.verdicts import BlockDeclared, FoulRecorded, GameWon, RoundScored
 
 VERDICT_ORDER = (FoulRecorded, BlockDeclared, RoundScored, GameWon)
@@ -156,7 +156,8 @@ def check_block(table: Table, after: GameState, v: BlockDeclared) -> None:
     assert v.open_ends == (rnd.left, rnd.right)
     rules = after.rules
     counts = {
-        p: pip_count(h, rules.double_blank) for p, h in zip(after.players, rnd.hands, strict=True)
+        p: sum(pips(t, rules.double_blank) for t in h)
+        for p, h in zip(after.players, rnd.hands, strict=True)
     }
     assert dict(v.pip_counts) == counts
     if rules.block_confirmation is BlockConfirmation.FULL_ROUND:

@@ -8,7 +8,7 @@ from referee.domain.errors import InvalidInput, RejectionReason
 from referee.domain.events import RoundStarted
 from referee.domain.judge import judge
 from referee.domain.rules import Rules
-from referee.domain.tiles import TILE_SETS, full_set, in_set
+from referee.domain.tiles import BIT, TILE_SETS, full_set, set_mask
 from tests.notation import deal, rnd, started, steps, turn
 
 
@@ -50,8 +50,8 @@ def test_a_tile_one_pip_beyond_the_set_is_a_bad_deal(max_pip: int) -> None:
         judge(game, RoundStarted(1, hands, (), "ann"))
 
     assert raised.value.reason is RejectionReason.BAD_DEAL
-    assert in_set((max_pip, max_pip), max_pip) is True
-    assert in_set((0, max_pip + 1), max_pip) is False
+    assert BIT[max_pip, max_pip] & set_mask(max_pip)
+    assert not BIT.get((0, max_pip + 1), 0) & set_mask(max_pip)
 
 
 def test_a_double_nine_tile_is_outside_a_double_six_game() -> None:
