@@ -20,7 +20,7 @@ from referee.domain.fouls import FoulKind
 from referee.domain.rules import BlockConfirmation, DrawRule, DrawWhileAble
 from referee.domain.scoring import Award, game_winner, score_block, score_domino
 from referee.domain.state import GameState, RoundState, hand_can_play, new_game
-from referee.domain.tiles import BIT, format_tile, set_mask, tile
+from referee.domain.tiles import BIT, Tile, format_tile, set_mask, tile
 from referee.domain.verdicts import (
     BlockDeclared,
     FoulRecorded,
@@ -155,31 +155,38 @@ def _check_deal(game: GameState, event: RoundStarted) -> tuple[tuple[int, ...], 
     the_set = set_mask(rules.max_pip)
     seen = 0
     masks: list[int] = []
-    for owner, tiles in [
-        *((p, event.hands[p]) for p in game.players),
-        ("boneyard", event.boneyard),
-    ]:
-        if owner != "boneyard" and not tiles:
-            raise InvalidInput(RejectionReason.BAD_DEAL, f"player {owner!r} was dealt no tiles")
-        mask = 0
-        for t in tiles:
-            bit = BIT.get(t, 0)
-            if not bit & the_set:
-                raise InvalidInput(
-                    RejectionReason.BAD_DEAL,
-                    f"tile {format_tile(tile(*t))} in {owner} is not in the double-"
-                    f"{rules.max_pip} set",
-                )
-            if bit & seen:
-                raise InvalidInput(
-                    RejectionReason.BAD_DEAL,
-                    f"tile {format_tile(tile(*t))} is dealt twice ({owner})",
-                )
-            seen |= bit
-            mask |= bit
+    for player in game.players:
+        tiles = event.hands[player]
+        if not tiles:
+            raise InvalidInput(RejectionReason.BAD_DEAL, f"player {player!r} was dealt no tiles")
+        mask, seen = _deal_mask(tiles, player, the_set, seen, rules.max_pip)
         masks.append(mask)
-    boneyard = masks.pop()
+    boneyard, _ = _deal_mask(event.boneyard, "boneyard", the_set, seen, rules.max_pip)
     return tuple(masks), boneyard
+
+
+def _deal_mask(
+    tiles: Iterable[Tile], where: str, the_set: int, seen: int, max_pip: int
+) -> tuple[int, int]:
+    """Returns the mask of dealt ``tiles`` and of every tile dealt so far, checking each.
+
+    ``where`` names the hand's player, or the boneyard, in the details.
+    """
+    mask = 0
+    for t in tiles:
+        bit = BIT.get(t, 0)
+        if not bit & the_set:
+            raise InvalidInput(
+                RejectionReason.BAD_DEAL,
+                f"tile {format_tile(tile(*t))} in {where} is not in the double-{max_pip} set",
+            )
+        if bit & seen:
+            raise InvalidInput(
+                RejectionReason.BAD_DEAL, f"tile {format_tile(tile(*t))} is dealt twice ({where})"
+            )
+        seen |= bit
+        mask |= bit
+    return mask, seen
 
 
 # --- actions ---------------------------------------------------------------------------------
