@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 import msgspec
 
@@ -30,15 +32,17 @@ MAX_DETAIL = 1000
 """The longest ``detail`` of a quarantined record (an exception can say a lot)."""
 
 
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2]) + os.sep
+
+
 def failure_detail(exc: BaseException) -> str:
     """Returns what a quarantined record's ``detail`` says of the failure: the exception and
-    where the referee raised it (a path inside the package, the same on every machine)."""
+    where it was raised (a path from the project's root, the same on every machine)."""
     frames = traceback.extract_tb(exc.__traceback__)
     where = ""
     if frames:
         last = frames[-1]
-        path = last.filename.replace("\\", "/")
-        path = path[path.rfind("/referee/") + 1 :] if "/referee/" in path else path.rsplit("/")[-1]
+        path = last.filename.removeprefix(_PACKAGE_ROOT).replace(os.sep, "/")
         where = f" (at {path}:{last.lineno} in {last.name})"
     detail = f"the referee failed on this record: {type(exc).__name__}: {exc}{where}"
     return detail if len(detail) <= MAX_DETAIL else detail[: MAX_DETAIL - 3] + "..."
@@ -172,6 +176,16 @@ class Tally:
     duplicates: int = 0
     records: int = 0
 
+    def copy(self) -> Tally:
+        """Returns a copy to go back to (a batch that fails is not counted)."""
+        return Tally(
+            Counter(self.events),
+            Counter(self.verdicts),
+            Counter(self.rejections),
+            self.duplicates,
+            self.records,
+        )
+
     def merge(self, other: Tally) -> None:
         """Adds another tally (of another shard) to this one."""
         self.events.update(other.events)
@@ -232,18 +246,22 @@ class Referee:
         self.tally.count(result)
         return result
 
-    def quarantine(self, raw: bytes, source: Source, detail: str) -> Processed:
+    def quarantine(
+        self, raw: bytes, source: Source, detail: str, *, log_error: bool = True
+    ) -> Processed:
         """Records that the referee failed on a record: rejected as ``internal_error``.
 
         The record takes no place in its game (its game's later events are ``seq_gap`` until
-        it is sent again) and every other record goes on. It is logged at ERROR.
+        it is sent again) and every other record goes on. It is logged at ERROR (an audit
+        that meets it again says ``log_error=False``).
         """
         game_id, seq, event_id = read_envelope(raw)
-        log.error(
-            "record quarantined (internal_error): %s",
-            detail,
-            extra={"source": str(source), "game_id": game_id, "seq": seq, "event_id": event_id},
-        )
+        if log_error:
+            log.error(
+                "record quarantined (internal_error): %s",
+                detail,
+                extra={"source": str(source), "game_id": game_id, "seq": seq, "event_id": event_id},
+            )
         rejection = self._rejection(
             raw, source, RejectionReason.INTERNAL_ERROR, detail, game_id, seq, event_id
         )
