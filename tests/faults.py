@@ -21,7 +21,7 @@ FAULT_ENV = "REFEREE_TEST_FAULTY_PLAY"
 """A JSON list ``[round, player, [a, b], end]``: the play on which the faulty judge fails."""
 
 
-class InjectedFault(RuntimeError):
+class InjectedFaultError(RuntimeError):
     """The failure the faulty judge raises (a stand-in for a defect of the referee)."""
 
 
@@ -30,7 +30,7 @@ def faulty_judge(chosen: TilePlayed) -> Callable[[Any, GameEvent], Judgement]:
 
     def judging(game: Any, event: GameEvent) -> Judgement:
         if type(event) is TilePlayed and event == chosen:
-            raise InjectedFault(f"injected fault on {chosen}")
+            raise InjectedFaultError(f"injected fault on {chosen}")
         return judge(game, event)
 
     return judging

@@ -77,7 +77,7 @@ async def audit(engine: AsyncEngine, max_event_bytes: int) -> AuditReport:
     derived_dead: dict[int, str] = {}
     async with engine.connect() as conn:
         dead = await conn.execute(select(dead_letters.c.journal_id, dead_letters.c.body))
-        stored_dead: dict[int, str] = {j: b for j, b in dead.all()}
+        stored_dead: dict[int, str] = dict(dead.all())
         rows = await conn.stream(
             select(
                 journal.c.id,
@@ -120,7 +120,7 @@ async def audit(engine: AsyncEngine, max_event_bytes: int) -> AuditReport:
         ):
             stored[game_id].append(body)
         current = await conn.execute(text("SELECT game_id, state::text FROM current_games"))
-        states: dict[str, str] = {g: s for g, s in current.all()}
+        states: dict[str, str] = dict(current.all())
     report.verdicts_stored = sum(len(v) for v in stored.values())
     report.verdicts_derived = sum(len(v) for v in derived.values())
     report.dead_letters_stored = len(stored_dead)

@@ -85,7 +85,7 @@ async def test_a_terminated_session_is_an_outage_through_sqlalchemy(
             killer = await asyncpg.connect(_plain(migrated_database))
             await killer.execute("SELECT pg_terminate_backend($1)", pid)
             await killer.close()
-            with pytest.raises(Exception) as caught:  # noqa: PT011 - any wrapper will do
+            with pytest.raises(Exception) as caught:  # any wrapper will do
                 await conn.execute(text("SELECT 1"))
     finally:
         await engine.dispose()
