@@ -149,8 +149,13 @@ def serve(
     log_path: Path,
     batch_size: int = 500,
     extra_env: dict[str, str] | None = None,
+    module: str = "referee",
 ) -> subprocess.Popen[bytes]:
-    """Starts ``referee serve`` in a subprocess with its output in ``log_path``."""
+    """Starts ``referee serve`` in a subprocess with its output in ``log_path``.
+
+    ``module`` is what ``python -m`` runs: the referee, or a test's wrapper of it that puts
+    a fault in place first (``tests.faults``).
+    """
     env = {
         **os.environ,
         "REFEREE_DATABASE_URL": database_url,
@@ -167,5 +172,5 @@ def serve(
     }
     handle = log_path.open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "referee", "serve"], env=env, stdout=handle, stderr=handle
+        [sys.executable, "-m", module, "serve"], env=env, stdout=handle, stderr=handle
     )

@@ -25,7 +25,7 @@ from referee.simulate import SimulationOptions, simulate
 from referee.store import repository
 from referee.store.audit import audit
 from referee.store.database import create_engine
-from tests.faults import faulty_judge, play_of
+from tests.faults import chosen_play, faulty_judge, play_of
 from tests.integration.conftest import fetch
 
 pytestmark = pytest.mark.postgres
@@ -37,24 +37,6 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     options = SimulationOptions(games=30, seed=21, concurrency=10)
     path.write_bytes(b"".join(line + b"\n" for _, line in simulate(options)))
     return path
-
-
-def chosen_play(log: Path) -> tuple[int, bytes]:
-    """Returns (line number, line) of a play in the middle of a game that goes on after it."""
-    lines = log.read_bytes().splitlines()
-    later: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
-        later[json.loads(line)["game_id"]] = number
-    for number, line in enumerate(lines, start=1):
-        event = json.loads(line)
-        if (
-            number > len(lines) // 3
-            and event["type"] == "TilePlayed"
-            and event.get("end")
-            and later[event["game_id"]] > number + 5
-        ):
-            return number, line
-    raise AssertionError("no play to fail on")
 
 
 def in_memory(log: Path) -> tuple[list[bytes], list[dict[str, Any]]]:
