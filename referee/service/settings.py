@@ -15,7 +15,7 @@ class Settings(BaseSettings):
         default="",
         description="SQLAlchemy URL of PostgreSQL, e.g. "
         "postgresql+asyncpg://referee:pw@db/referee. "
-        "Empty means the embedded PostgreSQL (pgserver) under data_dir.",
+        "Empty means the embedded PostgreSQL (pgserver, the 'embedded' extra) under data_dir.",
     )
     data_dir: str = Field(default=".referee", description="Where the embedded PostgreSQL lives.")
     db_pool_size: int = Field(default=5, ge=1, description="Connections kept in the pool.")

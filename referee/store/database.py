@@ -15,7 +15,7 @@ EMBEDDED_MISSING = (
 )
 
 
-class EmbeddedPostgresMissing(RuntimeError):
+class EmbeddedPostgresMissingError(RuntimeError):
     """The embedded PostgreSQL was asked for, but the optional ``pgserver`` is not installed."""
 
 
@@ -42,12 +42,12 @@ def embedded_url(data_dir: Path) -> str:
     The server is PyPI's ``pgserver``: real PostgreSQL binaries shipped in a wheel, listening
     on a Unix socket in the data directory. It stops when this process exits. It is the
     optional extra ``referee[embedded]`` (34 MB of binaries the service image does without):
-    without it this raises :class:`EmbeddedPostgresMissing` with one line that says so.
+    without it this raises :class:`EmbeddedPostgresMissingError` with one line that says so.
     """
     try:
         import pgserver  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
-        raise EmbeddedPostgresMissing(EMBEDDED_MISSING) from None
+        raise EmbeddedPostgresMissingError(EMBEDDED_MISSING) from None
 
     pgdata = (data_dir / "pgdata").resolve()
     pgdata.mkdir(parents=True, exist_ok=True)

@@ -84,7 +84,9 @@ def settings_configmap(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """The ConfigMap the consumer pods read with envFrom (not the dashboard's)."""
     (deployment,) = (d for d in docs if d["kind"] == "Deployment")
     name = deployment["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["configMapRef"]
-    (found,) = (d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == name["name"])
+    (found,) = (
+        d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == name["name"]
+    )
     return found
 
 

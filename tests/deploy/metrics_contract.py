@@ -35,23 +35,95 @@ METRICS: dict[str, tuple[str, frozenset[str]]] = {
     "referee_build_info": ("gauge", frozenset({"version", "revision"})),
 }
 
-# Labels Prometheus adds to every scraped series (ServiceMonitor targets), and `le`.
+# Labels Prometheus adds to every scraped series (ServiceMonitor targets).
 TARGET_LABELS = frozenset({"namespace", "job", "pod", "instance", "service", "container"})
 
 FUNCTIONS = frozenset(
-    """abs absent absent_over_time avg_over_time ceil changes clamp clamp_max clamp_min
-    count_over_time day_of_month day_of_week delta deriv exp floor histogram_avg
-    histogram_count histogram_fraction histogram_quantile histogram_sum holt_winters idelta
-    increase irate label_join label_replace last_over_time ln log2 log10 max_over_time
-    min_over_time predict_linear present_over_time quantile_over_time rate resets round
-    scalar sgn sort sort_desc sqrt stddev_over_time stdvar_over_time sum_over_time time
-    timestamp vector""".split()
+    {
+        "abs",
+        "absent",
+        "absent_over_time",
+        "avg_over_time",
+        "ceil",
+        "changes",
+        "clamp",
+        "clamp_max",
+        "clamp_min",
+        "count_over_time",
+        "day_of_month",
+        "day_of_week",
+        "delta",
+        "deriv",
+        "exp",
+        "floor",
+        "histogram_avg",
+        "histogram_count",
+        "histogram_fraction",
+        "histogram_quantile",
+        "histogram_sum",
+        "holt_winters",
+        "idelta",
+        "increase",
+        "irate",
+        "label_join",
+        "label_replace",
+        "last_over_time",
+        "ln",
+        "log2",
+        "log10",
+        "max_over_time",
+        "min_over_time",
+        "predict_linear",
+        "present_over_time",
+        "quantile_over_time",
+        "rate",
+        "resets",
+        "round",
+        "scalar",
+        "sgn",
+        "sort",
+        "sort_desc",
+        "sqrt",
+        "stddev_over_time",
+        "stdvar_over_time",
+        "sum_over_time",
+        "time",
+        "timestamp",
+        "vector",
+    }
 )
 AGGREGATIONS = frozenset(
-    "sum min max avg group stddev stdvar count count_values bottomk topk quantile".split()
+    {
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "group",
+        "stddev",
+        "stdvar",
+        "count",
+        "count_values",
+        "bottomk",
+        "topk",
+        "quantile",
+    }
 )
 KEYWORDS = frozenset(
-    "by without on ignoring group_left group_right and or unless bool offset inf nan".split()
+    {
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+        "and",
+        "or",
+        "unless",
+        "bool",
+        "offset",
+        "inf",
+        "nan",
+    }
 )
 
 

@@ -63,7 +63,8 @@ def test_panel_ids_are_unique_and_panels_fit_the_grid() -> None:
     cells: set[tuple[int, int]] = set()
     for panel in dashboard()["panels"]:
         g = panel["gridPos"]
-        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
+        xs = range(g["x"], g["x"] + g["w"])
+        mine = {(x, y) for x in xs for y in range(g["y"], g["y"] + g["h"])}
         assert not cells & mine, f"{panel['title']} overlaps another panel"
         cells |= mine
 
@@ -73,7 +74,8 @@ def test_every_query_uses_only_the_service_metrics() -> None:
         assert referenced_names(expr), (title, "selects no metric")
         assert not unknown_names(expr), (title, unknown_names(expr))
         assert not unknown_labels(expr), (title, unknown_labels(expr))
-        assert 'namespace="$namespace"' in expr and 'job=~"$job"' in expr, title
+        assert 'namespace="$namespace"' in expr, title
+        assert 'job=~"$job"' in expr, title
 
 
 def test_the_name_check_itself_catches_an_unknown_metric() -> None:
@@ -81,7 +83,8 @@ def test_the_name_check_itself_catches_an_unknown_metric() -> None:
         "referee_verdict_total"
     ]
     assert unknown_names("up == 0") == ["up"]
-    assert unknown_names('histogram_quantile(0.99, sum by (le) (rate(referee_batch_seconds_bucket[5m])))') == []
+    quantile = "histogram_quantile(0.99, sum by (le) (rate(referee_batch_seconds_bucket[5m])))"
+    assert unknown_names(quantile) == []
     assert unknown_labels("sum by (shard) (referee_consumer_lag)") == ["shard"]
 
 

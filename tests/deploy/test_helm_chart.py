@@ -27,7 +27,6 @@ from deploy_helpers import (
     HelmError,
     Renderer,
     containers,
-    pod_labels,
     settings_configmap,
 )
 

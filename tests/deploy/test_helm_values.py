@@ -61,8 +61,8 @@ def selectors(docs: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
             found["NetworkPolicy.podSelector"] = doc["spec"]["podSelector"]["matchLabels"]
     affinity = pod_spec(docs).get("affinity", {}).get("podAntiAffinity", {})
     for kind, terms in affinity.items():
-        for n, term in enumerate(terms):
-            term = term.get("podAffinityTerm", term)
+        for n, entry in enumerate(terms):
+            term = entry.get("podAffinityTerm", entry)  # preferred terms wrap it
             found[f"podAntiAffinity.{kind}[{n}]"] = term["labelSelector"]["matchLabels"]
     for n, spread in enumerate(pod_spec(docs).get("topologySpreadConstraints", [])):
         found[f"topologySpreadConstraints[{n}]"] = spread["labelSelector"]["matchLabels"]
@@ -218,9 +218,11 @@ def test_readiness_requires_a_partition_unless_pods_can_outnumber_them(
 
 def test_the_rollout_strategy_is_configurable(render: Renderer) -> None:
     default = one(render(DEFAULT), "Deployment")["spec"]["strategy"]
-    assert default == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    assert default["type"] == "RollingUpdate"
+    assert default["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
     tuned = one(render(ALL), "Deployment")["spec"]["strategy"]
-    assert tuned == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}}
+    assert tuned["type"] == "RollingUpdate"
+    assert tuned["rollingUpdate"] == {"maxSurge": "25%", "maxUnavailable": 1}
     # Recreate: rollingUpdate must go (the API server refuses it with Recreate)
     assert one(render(HPA), "Deployment")["spec"]["strategy"] == {"type": "Recreate"}
 
@@ -319,7 +321,9 @@ def test_network_policy_admits_the_peers_to_http_and_lets_out_kafka_postgres_dns
     }
     port_names = {p["name"] for p in pod_spec(docs)["containers"][0]["ports"]}
     assert "http" in port_names
-    egress = {tuple((p["port"], p["protocol"]) for p in rule["ports"]): rule for rule in spec["egress"]}
+    egress = {
+        tuple((p["port"], p["protocol"]) for p in rule["ports"]): rule for rule in spec["egress"]
+    }
     assert set(egress) == {
         ((9093, "TCP"),),
         ((5432, "TCP"),),
@@ -362,6 +366,6 @@ def test_the_dashboard_configmap_carries_the_committed_dashboard(render: Rendere
     assert dashboard["metadata"]["annotations"] == {"grafana_folder": "Games"}
     shipped = json.loads((CHART / "dashboards" / "referee.json").read_text())
     assert json.loads(dashboard["data"]["referee.json"]) == shipped
-    assert not [
-        d for d in render(DEFAULT) if d["metadata"]["name"].endswith("-dashboard")
-    ], "the dashboard is optional"
+    assert not [d for d in render(DEFAULT) if d["metadata"]["name"].endswith("-dashboard")], (
+        "the dashboard is optional"
+    )

@@ -69,7 +69,9 @@ def test_every_alert_is_there(render: Renderer) -> None:
 
 
 @pytest.mark.parametrize("values", [ALL, HPA], ids=lambda p: p.name)
-def test_promtool_check_rules(render: Renderer, promtool: Path, tmp_path: Path, values: Path) -> None:
+def test_promtool_check_rules(
+    render: Renderer, promtool: Path, tmp_path: Path, values: Path
+) -> None:
     path = write_rules(rule_spec(render(values)), tmp_path)
     proc = run_promtool(promtool, "check", "rules", path.name, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

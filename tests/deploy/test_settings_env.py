@@ -103,7 +103,9 @@ def test_operator_env_is_allowed_but_not_a_misspelt_setting(helm: Path, tmp_path
     extra_env, extra_env_from = operator_extras(values)
     found = chart_env_names(render_chart(helm, values), extra_env_from)
     deploy = next(v for k, v in found.items() if k.startswith("Deployment/"))
-    unknown = {n for n in deploy - settings_env_names() if n.startswith(PREFIX) or n not in extra_env}
+    unknown = {
+        n for n in deploy - settings_env_names() if n.startswith(PREFIX) or n not in extra_env
+    }
     assert unknown == {"REFEREE_BATCH_SIZ"}
 
 
@@ -111,7 +113,8 @@ def test_chart_covers_every_setting(helm: Path) -> None:
     """Across the CI value sets, every Settings field is settable through the chart."""
     seen: set[str] = set()
     for values in CI_VALUES:
-        for names in chart_env_names(render_chart(helm, values), operator_extras(values)[1]).values():
+        docs = render_chart(helm, values)
+        for names in chart_env_names(docs, operator_extras(values)[1]).values():
             seen |= names
     missing = sorted(settings_env_names() - seen)
     assert not missing, f"settings the chart can never set (add them to the chart): {missing}"

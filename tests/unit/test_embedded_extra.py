@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from referee.cli.main import main
-from referee.store.database import EMBEDDED_MISSING, EmbeddedPostgresMissing, embedded_url
+from referee.store.database import EMBEDDED_MISSING, EmbeddedPostgresMissingError, embedded_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ def no_pgserver(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("no_pgserver")
 def test_embedded_url_names_the_extra_when_pgserver_is_missing(tmp_path: Path) -> None:
-    with pytest.raises(EmbeddedPostgresMissing) as caught:
+    with pytest.raises(EmbeddedPostgresMissingError) as caught:
         embedded_url(tmp_path)
     message = str(caught.value)
     assert message.startswith(
