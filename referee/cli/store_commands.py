@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from referee.processing.replay import ProgressBar, ReplayReport, format_summary
 from referee.service.settings import Settings
 from referee.store.audit import AuditReport
-from referee.store.database import create_engine, embedded_url
+from referee.store.database import EmbeddedPostgresMissingError, create_engine, embedded_url
 from referee.store.database import migrate as run_migrations
 
 
@@ -26,7 +26,10 @@ def database_url(explicit: str | None, settings: Settings, *, embedded_default: 
     if not embedded_default:
         raise SystemExit("no database: pass --database URL or set REFEREE_DATABASE_URL")
     print(f"using the embedded PostgreSQL under {settings.data_dir}/pgdata", file=sys.stderr)
-    return embedded_url(Path(settings.data_dir))
+    try:
+        return embedded_url(Path(settings.data_dir))
+    except EmbeddedPostgresMissingError as missing:  # one line for the user, not a traceback
+        raise SystemExit(str(missing)) from None
 
 
 def _engine(url: str, settings: Settings) -> AsyncEngine:

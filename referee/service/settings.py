@@ -15,7 +15,7 @@ class Settings(BaseSettings):
         default="",
         description="SQLAlchemy URL of PostgreSQL, e.g. "
         "postgresql+asyncpg://referee:pw@db/referee. "
-        "Empty means the embedded PostgreSQL (pgserver) under data_dir.",
+        "Empty means the embedded PostgreSQL (pgserver, the 'embedded' extra) under data_dir.",
     )
     data_dir: str = Field(default=".referee", description="Where the embedded PostgreSQL lives.")
     db_pool_size: int = Field(default=5, ge=1, description="Connections kept in the pool.")
@@ -61,3 +61,9 @@ class Settings(BaseSettings):
     http_host: str = Field(default="0.0.0.0", description="Address of /healthz, /readyz, /metrics.")  # noqa: S104
     http_port: int = Field(default=8080, description="Port of /healthz, /readyz and /metrics.")
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
+    ready_requires_partition: bool = Field(
+        default=True,
+        description="Whether /readyz also needs at least one input partition assigned to this "
+        "instance. Turn it off where instances can outnumber the partitions (autoscaling, a "
+        "surge pod in a rolling update): an instance with no partition is healthy but idle.",
+    )

@@ -9,6 +9,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 
+EMBEDDED_MISSING = (
+    "the embedded PostgreSQL needs the 'embedded' extra: pip install 'referee[embedded]' "
+    "(or set REFEREE_DATABASE_URL to a PostgreSQL server)"
+)
+
+
+class EmbeddedPostgresMissingError(RuntimeError):
+    """The embedded PostgreSQL was asked for, but the optional ``pgserver`` is not installed."""
+
 
 def async_url(url: str) -> str:
     """Returns the URL with the asyncpg driver (``postgresql://`` is accepted too)."""
@@ -31,9 +40,14 @@ def embedded_url(data_dir: Path) -> str:
     """Starts (or reuses) the embedded PostgreSQL under ``data_dir``; returns its URL.
 
     The server is PyPI's ``pgserver``: real PostgreSQL binaries shipped in a wheel, listening
-    on a Unix socket in the data directory. It stops when this process exits.
+    on a Unix socket in the data directory. It stops when this process exits. It is the
+    optional extra ``referee[embedded]`` (34 MB of binaries the service image does without):
+    without it this raises :class:`EmbeddedPostgresMissingError` with one line that says so.
     """
-    import pgserver  # type: ignore[import-untyped,unused-ignore]
+    try:
+        import pgserver  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        raise EmbeddedPostgresMissingError(EMBEDDED_MISSING) from None
 
     pgdata = (data_dir / "pgdata").resolve()
     pgdata.mkdir(parents=True, exist_ok=True)
