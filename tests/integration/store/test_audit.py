@@ -112,5 +112,5 @@ async def test_replay_into_the_store_writes_its_rejections_like_the_in_memory_re
         _referee, "replay", str(EXAMPLE), "--rejected", str(in_memory), "--output", "/dev/null"
     )
     assert memory.returncode == 0, memory.stderr
-    assert in_store.read_bytes() == in_memory.read_bytes()  # noqa: ASYNC240 - small files
-    assert in_store.read_bytes().count(b"\n") == 32  # noqa: ASYNC240 - the example's bad lines
+    assert in_store.read_bytes() == in_memory.read_bytes()
+    assert in_store.read_bytes().count(b"\n") == 32
