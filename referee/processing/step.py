@@ -200,7 +200,7 @@ class ProcessingStep:
         result.transactions = 1
         for record in fresh:
             self.positions[record.topic, record.partition] = record.offset
-        self._trim()
+        self._trim(touched)
         return result
 
     async def _fence(self, tx: StepTransaction, partitions: set[tuple[str, int]]) -> None:
@@ -249,10 +249,6 @@ class ProcessingStep:
             ledger.seq_prints[row.seq] = Print(row.fingerprint)
             if row.event_id is not None:
                 ledger.event_prints.setdefault(row.event_id, Print(row.fingerprint))
-        for g in touched:
-            if g in games:
-                self._recency[g] = None
-                self._recency.move_to_end(g)
 
     def _rows(self, processed: list[tuple[InputRecord, Processed]], ids: list[int]) -> StepRows:
         rows = StepRows()
@@ -321,8 +317,15 @@ class ProcessingStep:
             self.referee.games.pop(g, None)
             self._recency.pop(g, None)
 
-    def _trim(self) -> None:
+    def _trim(self, touched: set[str]) -> None:
+        """Marks the games of a committed batch most recent (those it started included), then
+        drops the least recent beyond the bound."""
         games = self.referee.games
-        while len(self._recency) > self.cache_games:
-            oldest, _ = self._recency.popitem(last=False)
+        recency = self._recency
+        for g in touched:
+            if g in games:
+                recency[g] = None
+                recency.move_to_end(g)
+        while len(recency) > self.cache_games:
+            oldest, _ = recency.popitem(last=False)
             games.pop(oldest, None)
