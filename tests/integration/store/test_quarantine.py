@@ -19,13 +19,14 @@ import asyncpg
 import pytest
 
 import referee.processing.referee as referee_module
+from referee.processing.audit import audit
 from referee.processing.replay import replay
 from referee.processing.replay_store import replay_into_store
 from referee.simulate import SimulationOptions, simulate
-from referee.store.audit import audit
 from referee.store.database import create_engine
 from referee.store.rows import StepRows
 from referee.store.step_store import PostgresStepTransaction
+from referee.store.views import StoreViews
 from tests.faults import chosen_play, faulty_judge, play_of
 from tests.integration.conftest import fetch
 
@@ -130,7 +131,7 @@ async def test_a_judge_that_fails_on_one_record_quarantines_that_record_only(
     monkeypatch.undo()  # the audit runs without the fault, as a later version would
     engine = create_engine(migrated_database)
     try:
-        report = await audit(engine, 65536)
+        report = await audit(StoreViews(engine), 65536)
     finally:
         await engine.dispose()
     assert report.passed, report.differences
@@ -178,7 +179,7 @@ async def test_a_record_the_store_refuses_is_isolated_by_splitting_its_batch(
     monkeypatch.undo()
     engine = create_engine(migrated_database)
     try:
-        report = await audit(engine, 65536)
+        report = await audit(StoreViews(engine), 65536)
     finally:
         await engine.dispose()
     assert report.passed, report.differences
