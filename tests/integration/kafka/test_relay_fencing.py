@@ -33,6 +33,7 @@ from referee.service.relay import (
     TopicTails,
 )
 from referee.store.database import create_engine
+from tests.integration.conftest import relay_lock_holders
 from tests.integration.kafka.checks import assert_same_verdicts
 from tests.integration.kafka.conftest import Stack, replay_in_memory
 from tests.integration.kafka.kafkatools import drain
@@ -118,15 +119,9 @@ async def relay_session(url: str) -> tuple[int, str]:
     """(pid, application_name) of the session holding the relay's advisory lock."""
     conn = await asyncpg.connect(_plain(url))
     try:
-        rows = await conn.fetch(
-            "SELECT a.pid, a.application_name FROM pg_locks l "
-            "JOIN pg_stat_activity a ON a.pid = l.pid "
-            "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
-            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-            "AND (l.classid::bigint << 32) | l.objid::bigint = x'52454C4159'::bigint"
-        )
-        assert len(rows) == 1, f"expected one relay lock holder, found {rows}"
-        return int(rows[0]["pid"]), str(rows[0]["application_name"])
+        holders = await relay_lock_holders(conn)
+        assert len(holders) == 1, f"expected one relay lock holder, found {holders}"
+        return holders[0]
     finally:
         await conn.close()
 
