@@ -48,6 +48,13 @@ class Settings(BaseSettings):
         "instance of a deployment (a new leader's producer fences the previous one with it). "
         "Empty means referee-relay.<group_id>.",
     )
+
+    @model_validator(mode="after")
+    def _derive_transactional_id(self) -> Settings:
+        if not self.relay_transactional_id:
+            self.relay_transactional_id = f"referee-relay.{self.group_id}"
+        return self
+
     kafka_session_timeout_ms: int = Field(
         default=10_000,
         ge=1000,
@@ -67,9 +74,3 @@ class Settings(BaseSettings):
     http_host: str = Field(default="0.0.0.0", description="Address of /healthz, /readyz, /metrics.")  # noqa: S104
     http_port: int = Field(default=8080, description="Port of /healthz, /readyz and /metrics.")
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
-
-    @model_validator(mode="after")
-    def _derive_transactional_id(self) -> Settings:
-        if not self.relay_transactional_id:
-            self.relay_transactional_id = f"referee-relay.{self.group_id}"
-        return self
