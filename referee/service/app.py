@@ -22,7 +22,6 @@ from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 from faststream.message import StreamMessage
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.contracts.rejection import KafkaSource
@@ -31,6 +30,7 @@ from referee.service.http import OpsServer
 from referee.service.metrics import Metrics
 from referee.service.relay import MakeProducer, Outbox, OutboxRelay, TopicTails
 from referee.service.settings import Settings
+from referee.store.database import ping
 from referee.store.relay_store import PostgresRelayStore
 from referee.store.step_store import PostgresStepStore
 
@@ -128,8 +128,7 @@ class Service:
         problems = []
         try:
             async with asyncio.timeout(2):
-                async with self.engine.connect() as conn:
-                    await conn.execute(text("SELECT 1"))
+                await ping(self.engine)
         except Exception as exc:  # noqa: BLE001 - any failure means not ready
             problems.append(f"postgresql unreachable: {exc.__class__.__name__}")
         if self.consumer is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -40,6 +41,12 @@ def create_engine(url: str, pool_size: int = 5, max_overflow: int = 5) -> AsyncE
     return create_async_engine(
         async_url(url), pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True
     )
+
+
+async def ping(engine: AsyncEngine) -> None:
+    """Asks the server for nothing: raises if it cannot be reached."""
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT 1"))
 
 
 def embedded_url(data_dir: Path) -> str:
