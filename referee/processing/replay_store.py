@@ -17,7 +17,7 @@ from referee.contracts.rejection import FileSource
 from referee.contracts.verdicts import encode_canonical
 from referee.processing.outcome import Tally
 from referee.processing.replay import PROGRESS_EVERY, ReplayReport, read_log
-from referee.processing.step import InputRecord, ProcessingStep
+from referee.processing.step import InputRecord, ProcessingStep, StepResult
 from referee.store.step_store import PostgresStepStore
 
 REPLAY_GROUP = "replay"
@@ -41,21 +41,10 @@ async def replay_into_store(
 ) -> tuple[ReplayReport, int]:
     """Referees a log (an absolute path) into the store; returns the report and the lines
     skipped because an earlier run had processed them."""
-    step = ProcessingStep(
-        PostgresStepStore(engine),
-        REPLAY_GROUP,
-        max_event_bytes=max_event_bytes,
-        cache_games=cache_games,
-    )
-    topic = log_topic(log)
-    name = str(log)
-    started = time.perf_counter()
     skipped = 0
-    batch: list[InputRecord] = []
 
-    async def flush() -> None:
+    def committed(result: StepResult) -> None:
         nonlocal skipped
-        result = await step.process(batch)
         skipped += result.skipped
         for _, processed in result.processed:
             if verdicts_out is not None:
@@ -63,7 +52,24 @@ async def replay_into_store(
                     verdicts_out.write(encode_canonical(verdict) + b"\n")
             if rejected_out is not None and processed.rejection is not None:
                 rejected_out.write(encode_canonical(processed.rejection) + b"\n")
-        batch.clear()
+
+    # Batches are pipelined: the next is judged while the one before commits.
+    step = ProcessingStep(
+        PostgresStepStore(engine),
+        REPLAY_GROUP,
+        max_event_bytes=max_event_bytes,
+        cache_games=cache_games,
+        on_committed=committed,
+    )
+    topic = log_topic(log)
+    name = str(log)
+    started = time.perf_counter()
+    batch: list[InputRecord] = []
+
+    async def flush() -> None:
+        nonlocal batch
+        await step.submit(batch)
+        batch = []
 
     for number, line in read_log(log):
         batch.append(InputRecord(line, topic, 0, number, FileSource(name, number)))
@@ -73,5 +79,6 @@ async def replay_into_store(
             progress(number)
     if batch:
         await flush()
+    await step.settle()
     tally: Tally = step.referee.tally
     return ReplayReport(tally, time.perf_counter() - started, 1), skipped
