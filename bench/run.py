@@ -49,7 +49,7 @@ from referee.contracts.wire import EnvelopeProbe, InputEvent  # noqa: E402
 from referee.processing.referee import Referee  # noqa: E402
 from referee.service.relay import partition_ids  # noqa: E402
 from referee.simulate import SimulationOptions, _game, simulate  # noqa: E402
-from referee.store.repository import JOURNAL_COLUMNS  # noqa: E402
+from referee.store.rows import JOURNAL_COLUMNS, JournalRow  # noqa: E402
 from tests.integration.kafka.kafkatools import (  # noqa: E402
     Topics,
     free_port,
@@ -505,7 +505,22 @@ def ceiling_row(
 ) -> tuple[Any, ...]:
     """A journal row for a ceiling: the record's indexed keys probed, nothing judged."""
     game, seq, event_id = probe_keys(raw, probe)
-    return (n, topic, partition, offset, game, seq, event_id, None, "applied", None, True, b"", raw)
+    return JournalRow(
+        id=n,
+        source_topic=topic,
+        source_partition=partition,
+        source_offset=offset,
+        game_id=game,
+        seq=seq,
+        event_id=event_id,
+        event_type=None,
+        outcome="applied",
+        reason=None,
+        took_place=True,
+        fingerprint=b"",
+        raw=raw,
+        max_event_bytes=None,
+    )
 
 
 async def copy_ceiling_file(url: str, log: Path, batch_size: int) -> tuple[int, float]:

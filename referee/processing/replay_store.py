@@ -17,6 +17,7 @@ from referee.contracts.verdicts import encode_canonical
 from referee.processing.referee import Tally
 from referee.processing.replay import Log, Progress, Records, ReplayReport, opened
 from referee.processing.step import InputRecord, ProcessingStep
+from referee.store.step_store import PostgresStepStore
 
 REPLAY_GROUP = "replay"
 
@@ -50,7 +51,10 @@ async def replay_into_store(
             raise ValueError("a stream replayed into the store needs a name for its positions")
         name = str(log)
     step = ProcessingStep(
-        engine, REPLAY_GROUP, max_event_bytes=max_event_bytes, cache_games=cache_games
+        PostgresStepStore(engine),
+        REPLAY_GROUP,
+        max_event_bytes=max_event_bytes,
+        cache_games=cache_games,
     )
     topic = log_topic(name)
     started = time.perf_counter()

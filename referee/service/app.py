@@ -32,6 +32,7 @@ from referee.service.http import OpsServer
 from referee.service.metrics import Metrics
 from referee.service.relay import Outbox, OutboxRelay, TopicTails
 from referee.service.settings import Settings
+from referee.store.step_store import PostgresStepStore
 
 log = logging.getLogger("referee.serve")
 
@@ -210,7 +211,7 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
     )
     metrics = Metrics()
     step = ProcessingStep(
-        engine,
+        PostgresStepStore(engine),
         settings.group_id,
         max_event_bytes=settings.max_event_bytes,
         cache_games=settings.cache_games,
