@@ -32,7 +32,13 @@ class Parser(argparse.ArgumentParser):
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows every flag's default in ``--help``."""
+    """Shows every flag's default in ``--help`` (unless its help says it, or there is none)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
 
 
 def integer(low: int | None = None, high: int | None = None, why: str = "") -> Callable[[str], int]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,7 +49,7 @@ def kafka_security(settings: Settings) -> BaseSecurity | None:
         return None
     context = None
     if protocol in ("SSL", "SASL_SSL"):
-        context = tls_context(settings)
+        context = settings.kafka_ssl_context()
     if protocol == "SSL":
         return BaseSecurity(ssl_context=context, use_ssl=True)
     kinds: dict[str, type[SASLPlaintext | SASLScram256 | SASLScram512]] = {
@@ -64,18 +63,6 @@ def kafka_security(settings: Settings) -> BaseSecurity | None:
         ssl_context=context,
         use_ssl=protocol == "SASL_SSL",
     )
-
-
-def tls_context(settings: Settings) -> ssl.SSLContext:
-    """Returns the TLS context for the brokers: their CA, and the client certificate if any."""
-    context = ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None)
-    if settings.kafka_ssl_certfile:
-        context.load_cert_chain(
-            settings.kafka_ssl_certfile,
-            settings.kafka_ssl_keyfile,
-            settings.kafka_ssl_key_password.get_secret_value() or None,
-        )
-    return context
 
 
 def consumer_options(settings: Settings, security: BaseSecurity | None) -> dict[str, Any]:

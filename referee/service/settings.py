@@ -3,13 +3,14 @@
 Every setting is checked when it is read, before anything connects: enum-like settings are
 ``Literal`` types, ports and sizes have ranges, the database URL is parsed as PostgreSQL's,
 files named by a setting must be readable, and secrets are ``SecretStr`` (never printed).
-:func:`load_settings` turns a failure into :class:`SettingsError`, one line per setting that
-names the variable.
+:func:`load_settings` turns a failure into :class:`SettingsError`: one line that names each
+bad variable and says what it must be.
 """
 
 from __future__ import annotations
 
 import os
+import ssl
 from typing import Any, Literal
 
 from pydantic import (
@@ -39,7 +40,7 @@ _NOT_A_PROTOCOL = {
 
 
 class SettingsError(ValueError):
-    """The configuration is invalid; the message has one line per bad setting."""
+    """The configuration is invalid; the message names every bad setting, on one line."""
 
 
 class Settings(BaseSettings):
@@ -131,9 +132,7 @@ class Settings(BaseSettings):
         "surge pod in a rolling update): an instance with no partition is healthy but idle.",
     )
 
-    @field_validator(
-        "kafka_security_protocol", "kafka_sasl_mechanism", "log_level", mode="before"
-    )
+    @field_validator("kafka_security_protocol", "kafka_sasl_mechanism", "log_level", mode="before")
     @classmethod
     def _upper(cls, value: Any, info: ValidationInfo) -> Any:
         # Case never mattered for these (they were compared upper-cased); keep accepting it.
@@ -186,8 +185,30 @@ class Settings(BaseSettings):
                 "(the client certificate and its private key)"
             )
         if self.kafka_ssl_key_password.get_secret_value() and not self.kafka_ssl_keyfile:
-            raise ValueError("REFEREE_KAFKA_SSL_KEY_PASSWORD is set but no REFEREE_KAFKA_SSL_KEYFILE")
+            raise ValueError(
+                "REFEREE_KAFKA_SSL_KEY_PASSWORD is set but no REFEREE_KAFKA_SSL_KEYFILE"
+            )
+        if tls:
+            try:
+                self.kafka_ssl_context()
+            except (ssl.SSLError, OSError) as bad:
+                raise ValueError(
+                    "REFEREE_KAFKA_SSL_CAFILE/CERTFILE/KEYFILE/KEY_PASSWORD: cannot load them: "
+                    f"{bad.strerror or bad}"
+                ) from None
         return self
+
+    def kafka_ssl_context(self) -> ssl.SSLContext:
+        """Returns the TLS context for the brokers: their CA, and the client certificate if
+        any (mutual TLS, e.g. a Strimzi ``KafkaUser`` of type ``tls``)."""
+        context = ssl.create_default_context(cafile=self.kafka_ssl_cafile or None)
+        if self.kafka_ssl_certfile:
+            context.load_cert_chain(
+                self.kafka_ssl_certfile,
+                self.kafka_ssl_keyfile,
+                self.kafka_ssl_key_password.get_secret_value() or None,
+            )
+        return context
 
 
 SECRET_FIELDS = frozenset(
@@ -209,7 +230,7 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def describe(invalid: ValidationError) -> str:
-    """Returns one line per bad setting, naming its variable; never a secret's value."""
+    """Returns what is wrong with each bad setting, naming its variable; never a secret."""
     lines = []
     for error in invalid.errors(include_url=False, include_input=False, include_context=True):
         message = str(error["msg"]).removeprefix("Value error, ")
@@ -221,7 +242,7 @@ def describe(invalid: ValidationError) -> str:
         raw = os.environ.get(name)
         shown = "" if raw is None or field in SECRET_FIELDS else f"={raw!r}"
         lines.append(f"{name}{shown}: {_plain(message)}")
-    return "\n".join(lines)
+    return "; ".join(lines)
 
 
 def _plain(message: str) -> str:

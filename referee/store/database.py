@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +49,9 @@ class DatabaseTarget:
     """A parsed database URL: the asyncpg URL and the connect arguments libpq's became."""
 
     url: URL
-    connect_args: dict[str, Any] = field(default_factory=dict)
-
-    def redacted(self) -> str:
-        """Returns the URL as it may be printed: the password hidden."""
-        return self.url.render_as_string(hide_password=True)
+    connect_args: dict[str, Any]
+    shown: str
+    """The URL as written but for the password (``***``): what may be printed or logged."""
 
 
 def parse_database_url(url: str) -> DatabaseTarget:
@@ -86,16 +84,10 @@ def parse_database_url(url: str) -> DatabaseTarget:
         connect_args["server_settings"] = {"application_name": query["application_name"]}
     kept = {k: v for k, v in query.items() if k in PASSED_THROUGH}
     return DatabaseTarget(
-        parsed.set(drivername="postgresql+asyncpg", query=kept), connect_args
+        parsed.set(drivername="postgresql+asyncpg", query=kept),
+        connect_args,
+        parsed.render_as_string(hide_password=True),
     )
-
-
-def redact(url: str) -> str:
-    """Returns a URL as it may be printed (the password hidden), or a placeholder."""
-    try:
-        return parse_database_url(url).redacted()
-    except DatabaseUrlError:
-        return "(an unreadable URL)"
 
 
 def _single(key: str, value: str | tuple[str, ...]) -> str:

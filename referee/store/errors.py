@@ -9,6 +9,7 @@ have kept) is a defect that one record can trigger, and the step isolates that r
 
 from __future__ import annotations
 
+import os
 import socket
 
 import asyncpg
@@ -91,8 +92,10 @@ def describe_failure(exc: BaseException) -> str:
             return "timed out"
         if isinstance(cause, socket.gaierror):
             return f"unknown host ({cause.strerror})"
-        if isinstance(cause, OSError) and cause.strerror:
-            return cause.strerror.lower()
+        if isinstance(cause, OSError):
+            if cause.errno:  # asyncio's text repeats the address; the URL says it already
+                return os.strerror(cause.errno).lower()
+            return str(cause).splitlines()[0] or type(cause).__name__
     last = _chain(exc)[-1]
     text = str(last).splitlines()[0] if str(last) else ""
     return f"{type(last).__name__}: {text}" if text else type(last).__name__
