@@ -35,7 +35,12 @@ from referee.cli.errors import (
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
 from referee.service.limits import BATCH_SIZE_CAP, MAX_EVENT_BYTES_CAP
 
-EXAMPLE_LOG = Path(__file__).resolve().parents[2] / "examples" / "tournament.jsonl"
+_PACKAGE = Path(__file__).resolve().parents[1]
+EXAMPLE_LOG = (
+    _PACKAGE / "_data" / "examples" / "tournament.jsonl"  # an installed wheel carries it
+    if (_PACKAGE / "_data" / "examples").is_dir()
+    else _PACKAGE.parent / "examples" / "tournament.jsonl"  # the source tree
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

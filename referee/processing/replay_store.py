@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.contracts.rejection import FileSource
 from referee.contracts.verdicts import encode_canonical
-from referee.processing.referee import Tally
+from referee.processing.outcome import Tally
 from referee.processing.replay import Log, Progress, Records, ReplayReport, opened
 from referee.processing.step import InputRecord, ProcessingStep
 from referee.store.step_store import PostgresStepStore

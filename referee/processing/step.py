@@ -20,8 +20,10 @@ from referee.contracts.rejection import Source
 from referee.contracts.state_codec import decode_state, encode_state
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import InputEvent
+from referee.processing.ledger import Fingerprint, GameLedger
+from referee.processing.outcome import Processed
 from referee.processing.ports import StepStore, StepTransaction
-from referee.processing.referee import GameLedger, Print, Processed, Referee, failure_detail
+from referee.processing.referee import Referee, failure_detail
 from referee.store.rows import (
     DeadLetterRow,
     GameVersionRow,
@@ -246,9 +248,7 @@ class ProcessingStep:
                 event_ids.append((p.game_id, p.event_id))
         for row in await tx.load_prints(seqs, event_ids):
             ledger = games[row.game_id]
-            ledger.seq_prints[row.seq] = Print(row.fingerprint)
-            if row.event_id is not None:
-                ledger.event_prints.setdefault(row.event_id, Print(row.fingerprint))
+            ledger.remember(row.seq, row.event_id, Fingerprint(row.fingerprint))
 
     def _rows(self, processed: list[tuple[InputRecord, Processed]], ids: list[int]) -> StepRows:
         rows = StepRows()

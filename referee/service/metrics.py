@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from referee.domain.errors import RejectionReason
-from referee.processing.referee import Outcome, Processed
+from referee.processing.outcome import Outcome, Processed
 
 
 class Metrics:

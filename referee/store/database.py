@@ -20,7 +20,13 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+_PACKAGE = Path(__file__).resolve().parents[1]
+MIGRATIONS = (
+    _PACKAGE / "_data" / "migrations"  # an installed wheel carries them (pyproject.toml)
+    if (_PACKAGE / "_data" / "migrations").is_dir()
+    else _PACKAGE.parent / "migrations"  # the source tree
+)
+"""The Alembic migrations: in the installed package, or in the source tree."""
 
 EMBEDDED_MISSING = (
     "the embedded PostgreSQL needs the 'embedded' extra: pip install 'referee[embedded]' "

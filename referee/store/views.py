@@ -76,13 +76,13 @@ class StoreViews:
         """Returns each dead letter's ``EventRejected`` JSON by its journal row."""
         async with self.engine.connect() as conn:
             result = await conn.execute(select(dead_letters.c.journal_id, dead_letters.c.body))
-            return dict(result.all())  # type: ignore[arg-type]
+            return dict(result.all())
 
     async def current_states(self) -> dict[str, str]:
         """Returns each game's newest stored state (the ``current_games`` view)."""
         async with self.engine.connect() as conn:
             result = await conn.execute(text("SELECT game_id, state::text FROM current_games"))
-            return dict(result.all())  # type: ignore[arg-type]
+            return dict(result.all())
 
     async def standings(self) -> list[Standing]:
         """Returns every player's score, fouls, round and game winner, by game and score."""
