@@ -187,7 +187,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(handler=_demo)
 
-    simulate = sub.add_parser("simulate", help="write a realistic event log of many games")
+    simulate = command("simulate", "write a realistic event log of many games")
     simulate.add_argument("--games", type=integer(1), default=100, help="number of games")
     simulate.add_argument("--seed", type=integer(), default=1, help="random seed")
     simulate.add_argument("--output", type=Path, help="the log (default: stdout, also -)")

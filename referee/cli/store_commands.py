@@ -138,7 +138,7 @@ def migrate(args: argparse.Namespace) -> int:
     settings = settings_or_exit()
     db = choose_database(args.database, embedded=args.embedded, settings=settings)
     _migrate_to_newest(db, settings)
-    print(f"{db.shown}: schema at revision {newest_revision()}, the newest", file=sys.stderr)
+    print(f"{db.shown}: the schema is at the newest revision, {newest_revision()}", file=sys.stderr)
     return EXIT_OK
 
 
