@@ -92,8 +92,15 @@ def parse_database_url(url: str) -> DatabaseTarget:
     return DatabaseTarget(
         parsed.set(drivername="postgresql+asyncpg", query=kept),
         connect_args,
-        parsed.render_as_string(hide_password=True),
+        _shown(parsed),
     )
+
+
+def _shown(parsed: URL) -> str:
+    """The URL as written, its password and a key's password (``sslpassword``) hidden."""
+    if "sslpassword" in parsed.query:
+        parsed = parsed.update_query_dict({"sslpassword": "***"})
+    return parsed.render_as_string(hide_password=True)
 
 
 def _single(key: str, value: str | tuple[str, ...]) -> str:
@@ -129,8 +136,8 @@ def _ssl_argument(query: dict[str, str]) -> ssl.SSLContext | str | None:
         raise DatabaseUrlError("sslkey= needs sslcert= (the client certificate)")
     if "sslpassword" in query and "sslkey" not in files:
         raise DatabaseUrlError("sslpassword= needs sslkey=")
-    if not files:
-        return mode
+    if not files and mode not in ("verify-ca", "verify-full"):
+        return mode  # asyncpg's own (and None: its default, prefer, like libpq's)
     if mode in (None, "disable", "allow", "prefer"):
         raise DatabaseUrlError(
             f"{', '.join(f'{k}=' for k in files)} need sslmode=require, verify-ca or "

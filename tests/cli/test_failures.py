@@ -250,4 +250,3 @@ def test_the_embedded_extra_missing_is_exit_3(tmp_path: Path) -> None:
     assert result.returncode == UNAVAILABLE
     assert "Traceback" not in result.stderr
     assert "the embedded PostgreSQL needs the 'embedded' extra" in result.stderr.splitlines()[-1]
-
