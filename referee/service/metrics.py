@@ -61,6 +61,12 @@ class Metrics:
             ["topic"],
             registry=r,
         )
+        self.relay_transactions = Counter(
+            "referee_relay_transactions",
+            "Kafka transactions of the relay, by outcome (committed or aborted).",
+            ["outcome"],
+            registry=r,
+        )
         self.consumer_lag = Gauge(
             "referee_consumer_lag",
             "Records behind the end of each input partition.",

@@ -99,6 +99,19 @@ class Settings(BaseSettings):
         description="Topic of rejected input (EventRejected).",
     )
     group_id: str = Field(default="referee", min_length=1, description="Kafka consumer group id.")
+    relay_transactional_id: str = Field(
+        default="",
+        description="transactional.id of the relay's Kafka producer, the same on every "
+        "instance of a deployment (a new leader's producer fences the previous one with it). "
+        "Empty means referee-relay.<group_id>.",
+    )
+
+    @model_validator(mode="after")
+    def _derive_transactional_id(self) -> Settings:
+        if not self.relay_transactional_id:
+            self.relay_transactional_id = f"referee-relay.{self.group_id}"
+        return self
+
     kafka_session_timeout_ms: int = Field(
         default=10_000,
         ge=1000,

@@ -144,6 +144,9 @@ REFEREE_INPUT_TOPIC: {{ .Values.kafka.topics.input | quote }}
 REFEREE_VERDICT_TOPIC: {{ .Values.kafka.topics.verdicts | quote }}
 REFEREE_DLQ_TOPIC: {{ .Values.kafka.topics.dlq | quote }}
 REFEREE_GROUP_ID: {{ .Values.kafka.groupId | quote }}
+{{- if .Values.kafka.relayTransactionalId }}
+REFEREE_RELAY_TRANSACTIONAL_ID: {{ .Values.kafka.relayTransactionalId | quote }}
+{{- end }}
 REFEREE_KAFKA_SESSION_TIMEOUT_MS: {{ .Values.kafka.sessionTimeoutMs | toString | quote }}
 REFEREE_BATCH_SIZE: {{ .Values.config.batchSize | toString | quote }}
 REFEREE_BATCH_LINGER_MS: {{ .Values.config.batchLingerMs | toString | quote }}

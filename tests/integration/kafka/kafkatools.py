@@ -91,16 +91,19 @@ async def drain(
     quiet_seconds: float = 5.0,
     expect: int | None = None,
     limit_seconds: float = 120.0,
+    isolation_level: str = "read_committed",
 ) -> list[tuple[int, int, bytes | None, bytes, dict[str, bytes]]]:
     """Reads a topic from the start until nothing new arrives for ``quiet_seconds``.
 
-    Returns (partition, offset, key, value, headers) for every record, read committed.
+    Returns (partition, offset, key, value, headers) for every record. Read committed, as a
+    consumer of the referee's output must: records of aborted relay transactions are not
+    returned (with ``isolation_level="read_uncommitted"`` they are).
     """
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id=None,
         enable_auto_commit=False,
-        isolation_level="read_committed",
+        isolation_level=isolation_level,
         auto_offset_reset="earliest",
     )
     await consumer.start()
