@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -211,14 +212,16 @@ def embedded_url(data_dir: Path) -> str:
     optional extra ``referee[embedded]`` (34 MB of binaries the service image does without):
     without it this raises :class:`EmbeddedPostgresMissingError` with one line that says so.
     """
-    try:
-        import pgserver  # type: ignore[import-untyped,unused-ignore]
-    except ImportError:
-        raise EmbeddedPostgresMissingError(EMBEDDED_MISSING) from None
-
-    pgdata = (data_dir / "pgdata").resolve()
-    pgdata.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(pgdata)  # type: ignore[attr-defined,unused-ignore]
+    with warnings.catch_warnings():
+        # platformdirs (under pgserver) warns on every run where no XDG_RUNTIME_DIR is set
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        try:
+            import pgserver  # type: ignore[import-untyped,unused-ignore]
+        except ImportError:
+            raise EmbeddedPostgresMissingError(EMBEDDED_MISSING) from None
+        pgdata = (data_dir / "pgdata").resolve()
+        pgdata.mkdir(parents=True, exist_ok=True)
+        server = pgserver.get_server(pgdata)  # type: ignore[attr-defined,unused-ignore]
     uri: str = server.get_uri()
     return uri
 
