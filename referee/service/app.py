@@ -22,7 +22,6 @@ from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 from faststream.message import StreamMessage
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.contracts.rejection import KafkaSource
@@ -31,6 +30,8 @@ from referee.service.http import OpsServer
 from referee.service.metrics import Metrics
 from referee.service.relay import MakeProducer, Outbox, OutboxRelay, TopicTails
 from referee.service.settings import Settings
+from referee.store.database import ping
+from referee.store.relay_store import PostgresRelayStore
 from referee.store.step_store import PostgresStepStore
 
 log = logging.getLogger("referee.serve")
@@ -128,8 +129,7 @@ class Service:
         problems = []
         try:
             async with asyncio.timeout(2):
-                async with self.engine.connect() as conn:
-                    await conn.execute(text("SELECT 1"))
+                await ping(self.engine)
         except Exception as exc:  # noqa: BLE001 - any failure means not ready
             problems.append(f"postgresql unreachable: {exc.__class__.__name__}")
         if self.consumer is None:
@@ -234,10 +234,10 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         "input key, in Kafka transactions: read with isolation.level=read_committed.",
     )
     relay = OutboxRelay(
-        engine,
+        PostgresRelayStore(engine),
         [
-            Outbox("verdicts", settings.verdict_topic, "game_id"),
-            Outbox("dead_letters", settings.dlq_topic, "key"),
+            Outbox("verdicts", settings.verdict_topic),
+            Outbox("dead_letters", settings.dlq_topic),
         ],
         relay_producer(settings, security),
         TopicTails(consumer_options(settings, security)),
@@ -367,6 +367,14 @@ async def _watch_lag(service: Service) -> None:
                 position = service.step.positions.get((tp.topic, tp.partition), -1) + 1
                 if high is not None:
                     service.metrics.consumer_lag.labels(str(tp.partition)).set(high - position)
-        with contextlib.suppress(Exception):
-            for name, n in (await service.relay.lag()).items():
-                service.metrics.relay_lag.labels(name).set(n)
+        try:
+            backlog = await service.relay.backlog()
+        except Exception:
+            log.warning("relay backlog not read", exc_info=True)
+            continue
+        for outbox in service.relay.outboxes:
+            known = backlog.get(outbox.name)
+            service.metrics.relay_unpublished.labels(outbox.name).set(known.rows if known else 0)
+            service.metrics.relay_oldest_unpublished.labels(outbox.name).set(
+                known.oldest_seconds if known else 0
+            )

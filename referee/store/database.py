@@ -204,6 +204,12 @@ def newest_revision() -> str:
     return head
 
 
+async def ping(engine: AsyncEngine) -> None:
+    """Asks the server for nothing: raises if it cannot be reached."""
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT 1"))
+
+
 def embedded_url(data_dir: Path) -> str:
     """Starts (or reuses) the embedded PostgreSQL under ``data_dir``; returns its URL.
 
