@@ -40,28 +40,29 @@ RELAY_STOP_SECONDS = 15.0
 
 
 def kafka_security(settings: Settings) -> BaseSecurity | None:
-    """Returns FastStream's security object for the configured SASL/SSL settings."""
-    protocol = settings.kafka_security_protocol.upper()
+    """Returns FastStream's security object for the configured SASL/SSL settings.
+
+    The settings are validated (``Settings``): a SASL protocol has a mechanism, a client
+    certificate comes with its key and a TLS protocol. With a client certificate the TLS
+    context presents it (mutual TLS, e.g. a Strimzi ``KafkaUser`` of type ``tls``), alone
+    with ``SSL`` or beside SASL with ``SASL_SSL``.
+    """
+    protocol = settings.kafka_security_protocol
     if protocol == "PLAINTEXT":
         return None
-    import ssl
-
     context = None
     if protocol in ("SSL", "SASL_SSL"):
-        context = ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None)
+        context = settings.kafka_ssl_context()
     if protocol == "SSL":
         return BaseSecurity(ssl_context=context, use_ssl=True)
-    mechanism = settings.kafka_sasl_mechanism.upper()
     kinds: dict[str, type[SASLPlaintext | SASLScram256 | SASLScram512]] = {
         "PLAIN": SASLPlaintext,
         "SCRAM-SHA-256": SASLScram256,
         "SCRAM-SHA-512": SASLScram512,
     }
-    if mechanism not in kinds:
-        raise ValueError(f"unsupported SASL mechanism {mechanism!r}")
-    return kinds[mechanism](
+    return kinds[settings.kafka_sasl_mechanism](
         username=settings.kafka_sasl_username,
-        password=settings.kafka_sasl_password,
+        password=settings.kafka_sasl_password.get_secret_value(),
         ssl_context=context,
         use_ssl=protocol == "SASL_SSL",
     )
@@ -72,14 +73,14 @@ def consumer_options(settings: Settings, security: BaseSecurity | None) -> dict[
     options: dict[str, Any] = {"bootstrap_servers": settings.kafka_bootstrap_servers}
     if security is None:
         return options
-    protocol = settings.kafka_security_protocol.upper()
+    protocol = settings.kafka_security_protocol
     options["security_protocol"] = protocol
     if security.ssl_context is not None:
-        options["ssl_context"] = security.ssl_context
+        options["ssl_context"] = security.ssl_context  # the client certificate included
     if protocol.startswith("SASL"):
-        options["sasl_mechanism"] = settings.kafka_sasl_mechanism.upper()
+        options["sasl_mechanism"] = settings.kafka_sasl_mechanism
         options["sasl_plain_username"] = settings.kafka_sasl_username
-        options["sasl_plain_password"] = settings.kafka_sasl_password
+        options["sasl_plain_password"] = settings.kafka_sasl_password.get_secret_value()
     return options
 
 
