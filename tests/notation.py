@@ -17,8 +17,11 @@ from typing import TypeVar
 from referee.domain.events import End, GameStarted, Passed, RoundStarted, TileDrawn, TilePlayed
 from referee.domain.fouls import FoulKind
 from referee.domain.judge import Judgement, judge
+from referee.domain.line import Line, line_at
 from referee.domain.rules import Rules
+from referee.domain.spinner import Spinner
 from referee.domain.state import GameState, RoundState
+from referee.domain.teams import solo
 from referee.domain.tiles import Tile, mask_of, tile
 from referee.domain.verdicts import (
     BlockDeclared,
@@ -102,8 +105,7 @@ def table(
         number=s.round,
         hand_masks=tuple(mask_of(s.hands[p]) for p in players),
         boneyard_mask=mask_of(s.boneyard),
-        left=s.left,
-        right=s.right,
+        layout=line_at(s.left, s.right),
         turn=seats[s.turn or players[0]],
         drew=s.drew,
         chain=tuple(seats[p] for p in s.chain),
@@ -113,6 +115,7 @@ def table(
         players=players,
         rules=rules or Rules(),
         seats=seats,
+        teams=solo(len(players)),
         scores=tuple(given.get(p, 0) for p in players),
         round=rnd,
     )
@@ -245,8 +248,10 @@ def turn(game: GameState) -> str:
 
 
 def ends(game: GameState) -> tuple[int | None, int | None]:
-    """Returns the layout's (left, right)."""
-    return rnd(game).left, rnd(game).right
+    """Returns the line's (left, right)."""
+    layout = rnd(game).layout
+    assert isinstance(layout, Line | Spinner), layout
+    return layout.left, layout.right
 
 
 def scores(game: GameState) -> dict[str, int]:
