@@ -193,7 +193,7 @@ def _turn(table: _Table, state: GameState) -> Iterator[tuple[str, bytes]]:
     player = state.players[seat]
     plays = rnd.legal_plays(seat)
     if plays:
-        t, end = table.rng.choice(plays)
+        t, end, _ = table.rng.choice(plays)
         yield from _emit_play(table, rnd.number, player, t, end)
         return
     draw = state.rules.draw
@@ -234,7 +234,7 @@ def _foul(table: _Table, state: GameState) -> Iterator[tuple[str, bytes]]:
     elif choice == 1:  # a tile the player does not hold
         foreign = sorted(rnd.hands[state.seats[other]])[0]
         yield from _emit_play(table, rnd.number, player, foreign, End.LEFT)
-    elif choice == 2 and rnd.left is not None:  # no end named
+    elif choice == 2 and rnd.layout.places(seat) is not None:  # no end named
         mine = sorted(rnd.hands[seat])[0]
         yield from _emit_play(table, rnd.number, player, mine, None)
     elif choice == 3:  # a pass (false, or before drawing, or legitimate)

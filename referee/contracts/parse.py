@@ -8,6 +8,7 @@ from typing import TypeGuard
 
 import msgspec
 
+from referee.contracts.game_checks import game_started_problem
 from referee.contracts.wire import (
     EVENT_TYPES,
     GAME_ID_PATTERN,
@@ -69,6 +70,8 @@ def parse_event(raw: bytes, max_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> InputEv
             RejectionReason.SCHEMA_VIOLATION,
             "GameStarted: players must be distinct - at `$.players`",
         )
+    if isinstance(event, GameStartedWire) and (problem := game_started_problem(event)):
+        return _unparsed(raw, RejectionReason.SCHEMA_VIOLATION, problem)
     return event
 
 
