@@ -58,6 +58,7 @@ def replay_store(args: argparse.Namespace) -> int:
         with log.open("rb") as f:
             bar = ProgressBar(sum(1 for _ in f))
     out = sys.stdout.buffer if args.output is None else args.output.open("wb")
+    rejected = args.rejected.open("wb") if args.rejected else None
 
     async def run() -> tuple[ReplayReport, int]:
         engine = _engine(url, settings)
@@ -66,6 +67,7 @@ def replay_store(args: argparse.Namespace) -> int:
                 log,
                 engine,
                 out,
+                rejected,
                 batch_size=args.batch_size,
                 max_event_bytes=args.max_event_bytes,
                 cache_games=settings.cache_games,
@@ -80,6 +82,8 @@ def replay_store(args: argparse.Namespace) -> int:
         out.flush()
         if args.output is not None:
             out.close()
+        if rejected is not None:
+            rejected.close()
     if bar is not None:
         bar.close()
     print(format_summary(report), file=sys.stderr)

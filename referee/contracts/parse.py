@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TypeGuard
 
 import msgspec
 
 from referee.contracts.game_checks import game_started_problem
+from referee.contracts.limits import (
+    MAX_DEPTH,
+    MAX_INTEGER,
+    flattened,
+    has_control_character,
+    is_rfc3339,
+    is_too_deep,
+    nesting_depth,
+)
 from referee.contracts.wire import (
     EVENT_TYPES,
     GAME_ID_PATTERN,
     EnvelopeProbe,
     GameStartedWire,
     InputEvent,
+    PassedWire,
+    RoundStartedWire,
+    TileDrawnWire,
+    TilePlayedWire,
 )
 from referee.domain.errors import RejectionReason
 
@@ -44,39 +56,68 @@ def parse_event(raw: bytes, max_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> InputEv
             RejectionReason.TOO_LARGE,
             f"the event is {len(raw)} bytes; the limit is {max_bytes}",
         )
+    if is_too_deep(raw):
+        return _too_deep(raw)
     try:
-        event = _DECODER.decode(raw)
+        event: InputEvent = _DECODER.decode(raw)
     except msgspec.ValidationError as exc:
-        return _explain(raw, str(exc))
+        explained = _explain(raw, str(exc))
+        if isinstance(explained, Unparsed):
+            return explained
+        event = explained
     except msgspec.DecodeError as exc:
         return Unparsed(RejectionReason.MALFORMED_JSON, f"not valid JSON: {exc}", None, None, None)
-    if not _known_game_id(event.game_id):
-        return _unparsed(
-            raw,
-            RejectionReason.SCHEMA_VIOLATION,
-            f"{event.__struct_config__.tag}: Expected `str` matching regex"
-            f" {GAME_ID_PATTERN!r} - at `$.game_id`",
-        )
-    if not _real_time(event.occurred_at):
-        return _unparsed(
-            raw,
-            RejectionReason.SCHEMA_VIOLATION,
-            f"{event.__struct_config__.tag}: {event.occurred_at!r} is not a real RFC 3339 time"
-            " - at `$.occurred_at`",
-        )
-    if isinstance(event, GameStartedWire) and len(set(event.players)) != len(event.players):
-        return _unparsed(
-            raw,
-            RejectionReason.SCHEMA_VIOLATION,
-            "GameStarted: players must be distinct - at `$.players`",
-        )
-    if isinstance(event, GameStartedWire) and (problem := game_started_problem(event)):
+    problem = _problem(event)
+    if problem is not None:
         return _unparsed(raw, RejectionReason.SCHEMA_VIOLATION, problem)
     return event
 
 
+def _problem(event: InputEvent) -> str | None:
+    """Returns what the decoder cannot check about a decoded event, if anything is wrong."""
+    tag = event.__struct_config__.tag
+    if not _known_game_id(event.game_id):
+        return f"{tag}: Expected `str` matching regex {GAME_ID_PATTERN!r} - at `$.game_id`"
+    if not is_rfc3339(event.occurred_at):
+        return (
+            f"{tag}: {event.occurred_at!r} is not an RFC 3339 date-time naming a real instant"
+            " (section 5.6: a real date, hours 00-23, minutes 00-59, seconds 00-60, an"
+            " offset within +-23:59) - at `$.occurred_at`"
+        )
+    if has_control_character(event.event_id):
+        return f"{tag}: the event id {event.event_id!r} holds a control character - at `$.event_id`"
+    kind = type(event)
+    if kind is TilePlayedWire or kind is TileDrawnWire or kind is PassedWire:
+        player: str = event.player  # type: ignore[union-attr]
+        if not _clean_id(player):
+            return f"{tag}: the player id {player!r} holds a control character - at `$.player`"
+        return None
+    if isinstance(event, RoundStartedWire):
+        for player in event.hands:
+            if not _clean_id(player):
+                return f"{tag}: the player id {player!r} holds a control character - at `$.hands`"
+        if not _clean_id(event.leader):
+            return (
+                f"{tag}: the player id {event.leader!r} holds a control character - at `$.leader`"
+            )
+        return None
+    if isinstance(event, GameStartedWire):
+        for i, player in enumerate(event.players):
+            if not _clean_id(player):
+                return (
+                    f"{tag}: the player id {player!r} holds a control character"
+                    f" - at `$.players[{i}]`"
+                )
+        if len(set(event.players)) != len(event.players):
+            return f"{tag}: players must be distinct - at `$.players`"
+        return game_started_problem(event)  # options, teams and player names (RULES.md)
+    return None
+
+
 _VALID_GAME_IDS: set[str] = set()
-_REMEMBERED_GAME_IDS = 100_000
+_CLEAN_IDS: set[str] = set()
+_REMEMBERED_IDS = 100_000
+# Game and player ids recur in every event of their game: each distinct id is checked once.
 
 
 def _known_game_id(game_id: str) -> bool:
@@ -85,24 +126,46 @@ def _known_game_id(game_id: str) -> bool:
         return True
     if not _valid_game_id(game_id):
         return False
-    if len(_VALID_GAME_IDS) >= _REMEMBERED_GAME_IDS:
+    if len(_VALID_GAME_IDS) >= _REMEMBERED_IDS:
         _VALID_GAME_IDS.clear()
     _VALID_GAME_IDS.add(game_id)
     return True
 
 
-def _real_time(value: str) -> bool:
-    """Checks that a timestamp already shaped like RFC 3339 names a real instant."""
-    if value[17:19] == "60":  # a leap second: RFC 3339 allows it, datetime does not
-        value = value[:17] + "59" + value[19:]
-    try:
-        datetime.fromisoformat(value)
-    except ValueError:
+def _clean_id(player: str) -> bool:
+    """Checks that a player id holds no control character, remembering the ids that pass."""
+    if player in _CLEAN_IDS:
+        return True
+    if has_control_character(player):
         return False
+    if len(_CLEAN_IDS) >= _REMEMBERED_IDS:
+        _CLEAN_IDS.clear()
+    _CLEAN_IDS.add(player)
     return True
 
 
-def _explain(raw: bytes, message: str) -> Unparsed:
+def _too_deep(raw: bytes) -> Unparsed:
+    try:
+        _ANY.decode(raw)
+    except msgspec.DecodeError as exc:
+        return Unparsed(RejectionReason.MALFORMED_JSON, f"not valid JSON: {exc}", None, None, None)
+    except RecursionError:
+        pass  # deeper than the decoder goes: well-formed or not, it is too deep
+    return _unparsed(
+        raw,
+        RejectionReason.SCHEMA_VIOLATION,
+        f"the event nests {nesting_depth(raw)} levels deep; the limit is {MAX_DEPTH}",
+    )
+
+
+def _explain(raw: bytes, message: str) -> InputEvent | Unparsed:
+    """Explains why a well-formed record failed validation, or reads it with repeated keys.
+
+    The typed decoder meets the fields in their order and so fails on a repeated key whose
+    first value is wrong (a repeated ``type`` above all); EVENTS.md reads a repeated key as its
+    last value, which is what the generic decoder keeps. When the record is valid read that
+    way, it is the event.
+    """
     try:
         value = _ANY.decode(raw)
     except msgspec.DecodeError as exc:  # valid for the typed decoder means valid JSON; defensive
@@ -121,25 +184,41 @@ def _explain(raw: bytes, message: str) -> Unparsed:
     if not isinstance(kind, str) or kind not in EVENT_TYPES:
         known = ", ".join(sorted(EVENT_TYPES))
         return _unparsed(raw, RejectionReason.UNKNOWN_TYPE, f"type {kind!r} is not one of {known}")
-    return _unparsed(raw, RejectionReason.SCHEMA_VIOLATION, f"{kind}: {message}")
+    try:
+        event: InputEvent = msgspec.convert(value, InputEvent)
+    except msgspec.ValidationError:
+        return _unparsed(raw, RejectionReason.SCHEMA_VIOLATION, f"{kind}: {message}")
+    return event
 
 
 def _unparsed(raw: bytes, reason: RejectionReason, detail: str) -> Unparsed:
     """A rejection that keeps the game id, seq and event id when they can be read."""
-    try:
-        probe = _PROBE.decode(raw)
-    except msgspec.DecodeError:
-        return Unparsed(reason, detail, None, None, None)
-    game_id = probe.game_id if _valid_game_id(probe.game_id) else None
-    seq = probe.seq if isinstance(probe.seq, int) and not isinstance(probe.seq, bool) else None
-    if seq is not None and seq < 1:
-        seq = None
-    event_id = (
-        probe.event_id
-        if isinstance(probe.event_id, str) and 1 <= len(probe.event_id) <= 64
-        else None
-    )
+    game_id, seq, event_id = read_envelope(raw)
     return Unparsed(reason, detail, game_id, seq, event_id)
+
+
+def read_envelope(raw: bytes) -> tuple[str | None, int | None, str | None]:
+    """Reads the game id, seq and event id of any record leniently, each valid or ``None``.
+
+    It reads records that failed validation, so it assumes nothing of them: a record nested
+    too deeply to decode is read with its nested values set aside.
+    """
+    try:
+        probe = _PROBE.decode(flattened(raw) if is_too_deep(raw) else raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None, None, None
+    game_id = probe.game_id if _valid_game_id(probe.game_id) else None
+    seq = probe.seq
+    if not isinstance(seq, int) or isinstance(seq, bool) or not 1 <= seq <= MAX_INTEGER:
+        seq = None
+    event_id = probe.event_id
+    if (
+        not isinstance(event_id, str)
+        or not 1 <= len(event_id) <= 64
+        or has_control_character(event_id)
+    ):
+        event_id = None
+    return game_id, seq, event_id
 
 
 _GAME_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")

@@ -9,6 +9,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from msgspec.structs import force_setattr
 
+from referee.contracts.limits import MAX_INTEGER, RFC3339_PATTERN
 from referee.domain import events as domain
 from referee.domain.events import End
 from referee.domain.fouls import FoulKind
@@ -31,10 +32,17 @@ from referee.domain.rules import (
     default_scoring,
 )
 
-RFC3339 = r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+ID_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+"""No control character (EVENTS.md): checked by ``parse_event``, stated in the schemas."""
 
 EventId = Annotated[
-    str, msgspec.Meta(min_length=1, max_length=64, description="Unique id; the idempotency key.")
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=64,
+        extra_json_schema={"pattern": ID_PATTERN},
+        description="Unique id; the idempotency key. No control characters.",
+    ),
 ]
 GAME_ID_PATTERN = r"^[A-Za-z0-9._:-]+$"
 GameId = Annotated[
@@ -49,20 +57,46 @@ GameId = Annotated[
     ),
 ]
 Seq = Annotated[
-    int, msgspec.Meta(ge=1, description="Position in the game's stream: GameStarted is 1.")
+    int,
+    msgspec.Meta(
+        ge=1, le=MAX_INTEGER, description="Position in the game's stream: GameStarted is 1."
+    ),
 ]
 Timestamp = Annotated[
-    str, msgspec.Meta(pattern=RFC3339, description="RFC 3339 time at the table (informational).")
+    str,
+    msgspec.Meta(
+        # Checked by ``parse_event`` (the shape, then a real date, time and offset).
+        extra_json_schema={"pattern": RFC3339_PATTERN, "format": "date-time"},
+        description="RFC 3339 time at the table (informational); copied into verdicts.",
+    ),
 ]
-PlayerId = Annotated[str, msgspec.Meta(min_length=1, max_length=64, description="A player id.")]
-RoundNo = Annotated[int, msgspec.Meta(ge=1, description="Round number: 1 for the first.")]
+PlayerId = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=64,
+        extra_json_schema={"pattern": ID_PATTERN},
+        description="A player id. No control characters.",
+    ),
+]
+RoundNo = Annotated[
+    int, msgspec.Meta(ge=1, le=MAX_INTEGER, description="Round number: 1 for the first.")
+]
 Pip = Annotated[int, msgspec.Meta(ge=0, le=18)]
 WireTile = Annotated[
     tuple[Pip, Pip],
     msgspec.Meta(description="A tile [a, b]; [3, 5] and [5, 3] are the same tile."),
 ]
 Penalty = Annotated[int, msgspec.Meta(ge=0, le=1000)]
-TeamId = Annotated[str, msgspec.Meta(min_length=1, max_length=64, description="A team id.")]
+TeamId = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=64,
+        extra_json_schema={"pattern": ID_PATTERN},
+        description="A team id. No control characters.",
+    ),
+]
 
 _new = tuple.__new__
 """Builds a domain event (a named tuple) from all its fields, without its generated
@@ -97,7 +131,7 @@ class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=Fals
     rounding: Rounding = Rounding.NONE
     double_blank: Annotated[int, msgspec.Meta(ge=0, le=100)] = 0
     foul_penalty: dict[FoulKind, Penalty] = msgspec.field(default_factory=dict)
-    target_score: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    target_score: Annotated[int, msgspec.Meta(ge=1, le=MAX_INTEGER)] | None = None
     layout: Annotated[
         Layout | UnsetType,
         _option("Where tiles are played (RULES.md section 1). Default line."),

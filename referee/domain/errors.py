@@ -36,6 +36,8 @@ class RejectionReason(StrEnum):
     """The ``seq`` skips ahead of the next expected one."""
     SEQ_CONFLICT = "seq_conflict"
     """The ``seq`` (or ``event_id``) was already used by a different event."""
+    INTERNAL_ERROR = "internal_error"
+    """The referee itself failed on this record: a defect, never a verdict on the input."""
 
 
 class InvalidInput(Exception):  # noqa: N818 - the name says what it is: the input is invalid

@@ -177,30 +177,13 @@ def _check_deal(game: GameState, event: RoundStarted) -> tuple[tuple[int, ...], 
     the_set = set_mask(rules.max_pip)
     seen = 0
     masks: list[int] = []
-    for owner, tiles in [
-        *((p, event.hands[p]) for p in game.players),
-        ("boneyard", event.boneyard),
-    ]:
-        if owner != "boneyard" and not tiles:
-            raise InvalidInput(RejectionReason.BAD_DEAL, f"player {owner!r} was dealt no tiles")
-        mask = 0
-        for t in tiles:
-            bit = bit_of(t)
-            if not bit & the_set:
-                raise InvalidInput(
-                    RejectionReason.BAD_DEAL,
-                    f"tile {format_tile(tile(*t))} in {owner} is not in the double-"
-                    f"{rules.max_pip} set",
-                )
-            if bit & seen:
-                raise InvalidInput(
-                    RejectionReason.BAD_DEAL,
-                    f"tile {format_tile(tile(*t))} is dealt twice ({owner})",
-                )
-            seen |= bit
-            mask |= bit
+    for player in game.players:
+        tiles = event.hands[player]
+        if not tiles:
+            raise InvalidInput(RejectionReason.BAD_DEAL, f"player {player!r} was dealt no tiles")
+        mask, seen = _deal_mask(tiles, player, the_set, seen, rules.max_pip)
         masks.append(mask)
-    boneyard = masks.pop()
+    boneyard, _ = _deal_mask(event.boneyard, "boneyard", the_set, seen, rules.max_pip)
     return tuple(masks), boneyard
 
 
@@ -245,6 +228,30 @@ def _check_engine(
                 f"descending, got {format_tile(e)}",
             )
     return e
+
+
+def _deal_mask(
+    tiles: Iterable[Tile], where: str, the_set: int, seen: int, max_pip: int
+) -> tuple[int, int]:
+    """Returns the mask of dealt ``tiles`` and of every tile dealt so far, checking each.
+
+    ``where`` names the hand's player, or the boneyard, in the details.
+    """
+    mask = 0
+    for t in tiles:
+        bit = bit_of(t)
+        if not bit & the_set:
+            raise InvalidInput(
+                RejectionReason.BAD_DEAL,
+                f"tile {format_tile(tile(*t))} in {where} is not in the double-{max_pip} set",
+            )
+        if bit & seen:
+            raise InvalidInput(
+                RejectionReason.BAD_DEAL, f"tile {format_tile(tile(*t))} is dealt twice ({where})"
+            )
+        seen |= bit
+        mask |= bit
+    return mask, seen
 
 
 # --- actions ---------------------------------------------------------------------------------

@@ -7,13 +7,17 @@ same records in the same order give the same outcomes, verdicts and rejections e
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 import msgspec
 
-from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed, parse_event
+from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed, parse_event, read_envelope
 from referee.contracts.rejection import EventRejected, Source, raw_text
 from referee.contracts.verdicts import OutputVerdict, to_wire
 from referee.contracts.wire import INPUT_EVENTS, GameStartedWire, InputEvent
@@ -21,6 +25,27 @@ from referee.domain.errors import InvalidInput, RejectionReason
 from referee.domain.judge import judge
 from referee.domain.state import GameState
 from referee.domain.verdicts import FoulRecorded, Verdict
+
+log = logging.getLogger("referee.quarantine")
+
+MAX_DETAIL = 1000
+"""The longest ``detail`` of a quarantined record (an exception can say a lot)."""
+
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2]) + os.sep
+
+
+def failure_detail(exc: BaseException) -> str:
+    """Returns what a quarantined record's ``detail`` says of the failure: the exception and
+    where it was raised (a path from the project's root, the same on every machine)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = ""
+    if frames:
+        last = frames[-1]
+        path = last.filename.removeprefix(_PACKAGE_ROOT).replace(os.sep, "/")
+        where = f" (at {path}:{last.lineno} in {last.name})"
+    detail = f"the referee failed on this record: {type(exc).__name__}: {exc}{where}"
+    return detail if len(detail) <= MAX_DETAIL else detail[: MAX_DETAIL - 3] + "..."
 
 
 class Outcome(StrEnum):
@@ -151,6 +176,16 @@ class Tally:
     duplicates: int = 0
     records: int = 0
 
+    def copy(self) -> Tally:
+        """Returns a copy to go back to (a batch that fails is not counted)."""
+        return Tally(
+            Counter(self.events),
+            Counter(self.verdicts),
+            Counter(self.rejections),
+            self.duplicates,
+            self.records,
+        )
+
     def merge(self, other: Tally) -> None:
         """Adds another tally (of another shard) to this one."""
         self.events.update(other.events)
@@ -194,11 +229,52 @@ class Referee:
         return self.apply(raw, source, parse_event(raw, self.max_event_bytes))
 
     def apply(self, raw: bytes, source: Source, parsed: InputEvent | Unparsed) -> Processed:
-        """Judges one record already parsed by ``parse`` and remembers its effect."""
-        if isinstance(parsed, Unparsed):
-            result = self._unparsed(raw, source, parsed)
-        else:
-            result = self._judge(raw, source, parsed)
+        """Judges one record already parsed by ``parse`` and remembers its effect.
+
+        A record the referee itself fails on is quarantined (``internal_error``): it takes no
+        place and changes no game, and the next record is judged as if it had not come. The
+        ledgers are changed only once a record's outcome is complete, so a failure part way
+        leaves them as they were.
+        """
+        try:
+            if isinstance(parsed, Unparsed):
+                result = self._unparsed(raw, source, parsed)
+            else:
+                result = self._judge(raw, source, parsed)
+        except Exception as exc:  # noqa: BLE001 - any failure here is a defect of the referee
+            return self.quarantine(raw, source, failure_detail(exc))
+        self.tally.count(result)
+        return result
+
+    def quarantine(
+        self, raw: bytes, source: Source, detail: str, *, log_error: bool = True
+    ) -> Processed:
+        """Records that the referee failed on a record: rejected as ``internal_error``.
+
+        The record takes no place in its game (its game's later events are ``seq_gap`` until
+        it is sent again) and every other record goes on. It is logged at ERROR (an audit
+        that meets it again says ``log_error=False``).
+        """
+        game_id, seq, event_id = read_envelope(raw)
+        if log_error:
+            log.error(
+                "record quarantined (internal_error): %s",
+                detail,
+                extra={"source": str(source), "game_id": game_id, "seq": seq, "event_id": event_id},
+            )
+        rejection = self._rejection(
+            raw, source, RejectionReason.INTERNAL_ERROR, detail, game_id, seq, event_id
+        )
+        result = Processed(
+            Outcome.REJECTED,
+            game_id,
+            seq,
+            event_id,
+            None,
+            fingerprint(raw),
+            took_place=False,
+            rejection=rejection,
+        )
         self.tally.count(result)
         return result
 
@@ -214,13 +290,14 @@ class Referee:
                 return Processed(
                     Outcome.DUPLICATE, game_id, seq, bad.event_id, None, fp, took_place=False
                 )
-            if seq == ledger.last_seq + 1:
-                ledger.take(seq, bad.event_id, Print(fp))
-                took_place = True
+            took_place = seq == ledger.last_seq + 1
         rejection = self._rejection(raw, source, bad.reason, bad.detail, game_id, seq, bad.event_id)
-        return Processed(
+        result = Processed(
             Outcome.REJECTED, game_id, seq, bad.event_id, None, fp, took_place, (), rejection
         )
+        if took_place and ledger is not None and seq is not None:
+            ledger.take(seq, bad.event_id, Print(fp))
+        return result
 
     # --- valid events ---------------------------------------------------------------------------
 
@@ -233,15 +310,18 @@ class Referee:
         try:
             state, verdicts = judge(ledger.state, event.to_domain())
         except InvalidInput as exc:
+            rejected = self._reject(raw, source, event, exc.reason, exc.detail, took_place=True)
             ledger.take(seq, event_id, raw)
-            return self._reject(raw, source, event, exc.reason, exc.detail, took_place=True)
+            return rejected
+        if verdicts:
+            result = self._verdicts(event, verdicts)
+        else:
+            result = Processed(_APPLIED, game_id, seq, event_id, _KIND[type(event)], event, True)  # noqa: FBT003
         ledger.state = state
         ledger.last_seq = seq  # ledger.take, inlined: the event id is known to be fresh
         ledger.seq_prints[seq] = raw
         ledger.event_prints[event_id] = raw
-        if not verdicts:
-            return Processed(_APPLIED, game_id, seq, event_id, _KIND[type(event)], event, True)  # noqa: FBT003
-        return self._verdicts(event, verdicts)
+        return result
 
     def _judge_unusual(
         self, raw: bytes, source: Source, event: InputEvent, ledger: GameLedger | None
@@ -264,30 +344,39 @@ class Referee:
             reason, detail = problem
             return self._reject(raw, source, event, reason, detail, took_place=False)
         if known is not None:
-            reason, detail = (
+            rejected = self._reject(
+                raw,
+                source,
+                event,
                 RejectionReason.SEQ_CONFLICT,
                 f"event_id {event_id!r} was already used by a different event",
+                took_place=ledger is not None,
             )
             if ledger is not None:
                 ledger.take(seq, None, raw)
-            return self._reject(raw, source, event, reason, detail, took_place=ledger is not None)
+            return rejected
         try:
             state, verdicts = judge(None if ledger is None else ledger.state, event.to_domain())
         except InvalidInput as exc:
+            rejected = self._reject(
+                raw, source, event, exc.reason, exc.detail, took_place=ledger is not None
+            )
             if ledger is not None:
                 ledger.take(seq, event_id, raw)
-            return self._reject(
-                raw, source, event, exc.reason, exc.detail, took_place=ledger is not None
+            return rejected
+        if verdicts:
+            result = self._verdicts(event, verdicts)
+        else:
+            kind = _KIND[type(event)]
+            result = Processed(
+                Outcome.APPLIED, game_id, seq, event_id, kind, event, took_place=True
             )
         if ledger is None:
             ledger = self.games[game_id] = GameLedger(state, 0)
         else:
             ledger.state = state
         ledger.take(seq, event_id, raw)
-        if not verdicts:
-            kind = _KIND[type(event)]
-            return Processed(Outcome.APPLIED, game_id, seq, event_id, kind, event, took_place=True)
-        return self._verdicts(event, verdicts)
+        return result
 
     @staticmethod
     def _verdicts(event: InputEvent, verdicts: tuple[Verdict, ...]) -> Processed:

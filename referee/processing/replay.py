@@ -20,7 +20,7 @@ from typing import BinaryIO, TextIO
 
 import msgspec
 
-from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
+from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, read_envelope
 from referee.contracts.rejection import FileSource
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import EnvelopeProbe
@@ -49,12 +49,23 @@ class ReplayReport:
         return self.tally.records / self.seconds if self.seconds > 0 else 0.0
 
 
+BLANK = b" \t\r"
+"""The bytes a blank line may hold (EVENTS.md): a form feed or a no-break space is a record."""
+
+
 def read_log(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Yields (line number, line without its line break) for every non-blank line of a log."""
+    """Yields (line number, record) for every line of a log that is not blank.
+
+    A record is the line exactly as written but for its line break (``\\n`` or ``\\r\\n``);
+    a blank line holds nothing but spaces, tabs and carriage returns (EVENTS.md).
+    """
     with path.open("rb") as f:
         for number, line in enumerate(f, start=1):
-            if not line.isspace():  # blank lines are skipped; others are kept as they are
-                yield number, line.rstrip(b"\r\n")
+            record = line[:-1] if line.endswith(b"\n") else line
+            if record.endswith(b"\r"):
+                record = record[:-1]
+            if record.strip(BLANK):
+                yield number, record
 
 
 def default_workers(log: Path) -> int:
@@ -120,6 +131,8 @@ def shard_of(line: bytes, shards: int) -> int:
         game_id = _PROBE.decode(line).game_id
     except msgspec.DecodeError:
         return 0
+    except RecursionError:  # nested too deeply to decode: read as the referee reads it
+        game_id = read_envelope(line)[0]
     if not isinstance(game_id, str):
         return 0
     return zlib.crc32(game_id.encode()) % shards

@@ -31,6 +31,7 @@ async def replay_into_store(
     log: Path,
     engine: AsyncEngine,
     verdicts_out: BinaryIO | None,
+    rejected_out: BinaryIO | None = None,
     *,
     batch_size: int = 2000,
     max_event_bytes: int,
@@ -52,10 +53,12 @@ async def replay_into_store(
         nonlocal skipped
         result = await step.process(batch)
         skipped += result.skipped
-        if verdicts_out is not None:
-            for _, processed in result.processed:
+        for _, processed in result.processed:
+            if verdicts_out is not None:
                 for verdict in processed.verdicts:
                     verdicts_out.write(encode_canonical(verdict) + b"\n")
+            if rejected_out is not None and processed.rejection is not None:
+                rejected_out.write(encode_canonical(processed.rejection) + b"\n")
         batch.clear()
 
     for number, line in read_log(log):

@@ -10,6 +10,7 @@ run that never crashed.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -21,9 +22,16 @@ from referee.contracts.rejection import Source
 from referee.contracts.state_codec import decode_state, encode_state
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import InputEvent
-from referee.processing.referee import GameLedger, Print, Processed, Referee
+from referee.processing.referee import GameLedger, Print, Processed, Referee, failure_detail
 from referee.store import repository
+from referee.store.errors import is_outage
 from referee.store.repository import Rows
+
+log = logging.getLogger("referee.step")
+
+
+def _key_of(game_id: str | None) -> bytes | None:
+    return None if game_id is None else game_id.encode()
 
 
 class InputRecord(NamedTuple):
@@ -34,7 +42,8 @@ class InputRecord(NamedTuple):
     partition: int
     offset: int
     source: Source
-    key: str | None = None
+    key: bytes | None = None
+    """The record's key as received (Kafka); the dead letter keeps it."""
 
 
 @dataclass(slots=True)
@@ -44,6 +53,14 @@ class StepResult:
     processed: list[tuple[InputRecord, Processed]] = field(default_factory=list)
     skipped: int = 0
     """Records at or below the stored position: already processed before."""
+    transactions: int = 0
+    """Transactions committed (more than one when a failing record had to be isolated)."""
+
+    def extend(self, other: StepResult) -> None:
+        """Adds what another part of the same batch appended."""
+        self.processed += other.processed
+        self.skipped += other.skipped
+        self.transactions += other.transactions
 
 
 class PositionMoved(Exception):  # noqa: N818 - a fact, like the events
@@ -106,9 +123,53 @@ class ProcessingStep:
         return stored
 
     async def process(self, records: list[InputRecord]) -> StepResult:
-        """Processes a batch in one transaction; on failure nothing is kept, not even cache."""
+        """Processes a batch in one transaction; on failure nothing is kept, not even cache.
+
+        A batch that fails for another reason than a database outage holds a record the
+        referee cannot process (a defect): the batch is split in halves, each processed in its
+        own transaction, until the failing record is alone; that record is quarantined
+        (journaled and dead-lettered as ``internal_error``, taking no place) and the rest go
+        on. An outage is raised for the caller to retry, and nothing is quarantined.
+        """
         async with self._lock:
+            return await self._isolating(records)
+
+    async def _isolating(self, records: list[InputRecord]) -> StepResult:
+        try:
             return await self._process(records)
+        except PositionMoved:
+            raise
+        except Exception as exc:
+            if is_outage(exc):
+                raise
+            failure = exc
+        if len(records) == 1:
+            return await self._quarantine(records[0], failure_detail(failure))
+        log.warning(
+            "batch failed on a record; isolating it",
+            extra={"records": len(records), "error": f"{type(failure).__name__}: {failure}"},
+        )
+        half = len(records) // 2
+        result = await self._isolating(records[:half])
+        result.extend(await self._isolating(records[half:]))
+        return result
+
+    async def _quarantine(self, record: InputRecord, detail: str) -> StepResult:
+        """Appends a record the referee failed on as rejected (``internal_error``), alone."""
+        await self._ensure_positions([record])
+        result = StepResult()
+        if record.offset <= self.positions[record.topic, record.partition]:
+            result.skipped = 1
+            return result
+        async with self.engine.begin() as conn:
+            await self._fence(conn, {(record.topic, record.partition)})
+            processed = self.referee.quarantine(record.raw, record.source, detail)
+            result.processed = [(record, processed)]
+            rows = self._rows(result.processed, await repository.reserve_journal_ids(conn, 1))
+            await repository.append(conn, rows)
+        result.transactions = 1
+        self.positions[record.topic, record.partition] = record.offset
+        return result
 
     async def _process(self, records: list[InputRecord]) -> StepResult:
         await self._ensure_positions(records)
@@ -118,6 +179,7 @@ class ProcessingStep:
             return result
         parsed = [self.referee.parse(r.raw) for r in fresh]
         touched = {g for p in parsed if (g := p.game_id) is not None}
+        counted = self.referee.tally.copy()
         try:
             async with self.engine.begin() as conn:
                 await self._fence(conn, {(r.topic, r.partition) for r in fresh})
@@ -132,7 +194,9 @@ class ProcessingStep:
                 await repository.append(conn, rows)
         except BaseException:
             self._evict(touched)
+            self.referee.tally = counted
             raise
+        result.transactions = 1
         for record in fresh:
             self.positions[record.topic, record.partition] = record.offset
         self._trim()
@@ -194,6 +258,7 @@ class ProcessingStep:
         last_of_game: dict[str, int] = {}
         last_of_partition: dict[tuple[str, int], tuple[int, int]] = {}
         games = self.referee.games
+        max_event_bytes = self.referee.max_event_bytes
         for journal_id, (record, p) in zip(ids, processed, strict=True):
             rejection = p.rejection
             fp = p.fingerprint
@@ -212,6 +277,7 @@ class ProcessingStep:
                     p.took_place,
                     fp,
                     record.raw,
+                    max_event_bytes,
                 )
             )
             if p.took_place and p.game_id is not None and p.seq is not None:
@@ -232,7 +298,7 @@ class ProcessingStep:
                 rows.dead_letters.append(
                     (
                         journal_id,
-                        record.key if record.key is not None else p.game_id,
+                        record.key if record.key is not None else _key_of(p.game_id),
                         rejection.reason.value,
                         encode_canonical(rejection).decode(),
                     )

@@ -303,7 +303,7 @@ async def handle_batch(service: Service, records: tuple[ConsumerRecord[bytes, by
             r.partition,
             r.offset,
             KafkaSource(r.topic, r.partition, r.offset),
-            None if r.key is None else r.key.decode("utf-8", "replace"),
+            r.key,
         )
         for r in records
     ]

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from referee.domain.errors import RejectionReason
 from referee.processing.referee import Outcome, Processed
 
 
@@ -33,6 +34,11 @@ class Metrics:
         )
         self.duplicates = Counter(
             "referee_duplicates", "Input records ignored as duplicates.", registry=r
+        )
+        self.quarantined = Counter(
+            "referee_quarantined",
+            "Input records the referee failed on, quarantined as internal_error.",
+            registry=r,
         )
         self.batch_seconds = Histogram(
             "referee_batch_seconds",
@@ -72,13 +78,14 @@ class Metrics:
         events: Counter_[str] = Counter_()
         verdicts: Counter_[str] = Counter_()
         rejections: Counter_[str] = Counter_()
-        duplicates = 0
+        duplicates = quarantined = 0
         for p in batch:
             events[p.event_type or "unreadable"] += 1
             if p.outcome is Outcome.DUPLICATE:
                 duplicates += 1
             elif p.rejection is not None:
                 rejections[p.rejection.reason.value] += 1
+                quarantined += p.rejection.reason is RejectionReason.INTERNAL_ERROR
             for v in p.verdicts:
                 verdicts[v.__struct_config__.tag] += 1  # type: ignore[index]
         for name, n in events.items():
@@ -89,3 +96,5 @@ class Metrics:
             self.rejections.labels(name).inc(n)
         if duplicates:
             self.duplicates.inc(duplicates)
+        if quarantined:
+            self.quarantined.inc(quarantined)

@@ -232,7 +232,7 @@ class OutboxRelay:
             return 0
         sent: list[tuple[int, int, asyncio.Future[Any]]] = []
         for position, key, body in rows:
-            key_bytes = None if key is None else str(key).encode()
+            key_bytes = key if key is None or isinstance(key, bytes) else str(key).encode()
             partition = partition_for(key_bytes, state.partitions, position)
             if position <= state.last.get(partition, 0):
                 continue  # already on the topic (found in its tail on resume)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import msgspec
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from referee.contracts.rejection import FileSource, KafkaSource, Source
+from referee.contracts.rejection import EventRejected, FileSource, KafkaSource, Source
 from referee.contracts.state_codec import decode_state, encode_state
 from referee.contracts.verdicts import encode_canonical
+from referee.domain.errors import RejectionReason
 from referee.processing.referee import Referee
 from referee.store.schema import dead_letters, journal, verdicts
 
@@ -27,6 +29,8 @@ class AuditReport:
     verdicts_derived: int = 0
     dead_letters_stored: int = 0
     dead_letters_derived: int = 0
+    quarantined: int = 0
+    """Records the referee had failed on (``internal_error``): compared, not judged again."""
     differences: list[str] = field(default_factory=list)
 
     @property
@@ -42,6 +46,7 @@ class AuditReport:
             f"verdicts: {self.verdicts_stored} stored, {self.verdicts_derived} re-derived\n"
             f"dead letters: {self.dead_letters_stored} stored, "
             f"{self.dead_letters_derived} re-derived\n"
+            f"quarantined records (internal_error): {self.quarantined}\n"
         )
         if self.passed:
             return head + "audit passed: every stored verdict is re-derived byte for byte"
@@ -59,12 +64,20 @@ def source_of(topic: str, partition: int, offset: int) -> Source:
 
 
 async def audit(engine: AsyncEngine, max_event_bytes: int) -> AuditReport:
-    """Replays the journal through a fresh referee and compares everything stored."""
+    """Replays the journal through a fresh referee and compares everything stored.
+
+    Each record is judged under the size limit it was judged under (recorded in the
+    journal; ``max_event_bytes`` for rows older than that record). A record the referee
+    failed on (``internal_error``) is not judged again: it took no place, and its dead letter
+    is compared with the one its stored failure detail gives.
+    """
     report = AuditReport()
     referee = Referee(max_event_bytes)
     derived: dict[str, list[str]] = defaultdict(list)
     derived_dead: dict[int, str] = {}
     async with engine.connect() as conn:
+        dead = await conn.execute(select(dead_letters.c.journal_id, dead_letters.c.body))
+        stored_dead: dict[int, str] = dict(dead.all())
         rows = await conn.stream(
             select(
                 journal.c.id,
@@ -73,11 +86,25 @@ async def audit(engine: AsyncEngine, max_event_bytes: int) -> AuditReport:
                 journal.c.source_offset,
                 journal.c.raw,
                 journal.c.outcome,
+                journal.c.reason,
+                journal.c.max_event_bytes,
             ).order_by(journal.c.id)
         )
-        async for journal_id, topic, partition, offset, raw, outcome in rows:
+        async for journal_id, topic, partition, offset, raw, outcome, reason, limit in rows:
             report.journal_rows += 1
-            result = referee.process(bytes(raw), source_of(topic, partition, offset))
+            source = source_of(topic, partition, offset)
+            if reason == RejectionReason.INTERNAL_ERROR:
+                report.quarantined += 1
+                detail = _stored_detail(stored_dead.get(journal_id))
+                if detail is None:
+                    report.differences.append(
+                        f"journal row {journal_id} was quarantined but has no dead letter"
+                    )
+                    continue
+                result = referee.quarantine(bytes(raw), source, detail, log_error=False)
+            else:
+                referee.max_event_bytes = max_event_bytes if limit is None else int(limit)
+                result = referee.process(bytes(raw), source)
             if result.outcome.value != outcome:
                 report.differences.append(
                     f"journal row {journal_id}: stored outcome {outcome}, "
@@ -92,10 +119,8 @@ async def audit(engine: AsyncEngine, max_event_bytes: int) -> AuditReport:
             select(verdicts.c.game_id, verdicts.c.body).order_by(verdicts.c.position)
         ):
             stored[game_id].append(body)
-        dead = await conn.execute(select(dead_letters.c.journal_id, dead_letters.c.body))
-        stored_dead: dict[int, str] = dict(dead.tuples().all())
         current = await conn.execute(text("SELECT game_id, state::text FROM current_games"))
-        states: dict[str, str] = dict(current.tuples().all())
+        states: dict[str, str] = dict(current.all())
     report.verdicts_stored = sum(len(v) for v in stored.values())
     report.verdicts_derived = sum(len(v) for v in derived.values())
     report.dead_letters_stored = len(stored_dead)
@@ -110,6 +135,17 @@ async def audit(engine: AsyncEngine, max_event_bytes: int) -> AuditReport:
         if kept is None or encode_state(decode_state(kept)) != encode_state(ledger.state):
             report.differences.append(f"projection of game {game_id!r} differs from the journal")
     return report
+
+
+def _stored_detail(body: str | None) -> str | None:
+    """Returns the failure detail of a stored dead letter, if it is one."""
+    if body is None:
+        return None
+    try:
+        rejection = msgspec.json.decode(body, type=EventRejected)
+    except msgspec.DecodeError:
+        return None
+    return rejection.detail
 
 
 def _compare_verdicts(

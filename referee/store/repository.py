@@ -24,6 +24,7 @@ JOURNAL_COLUMNS = (
     "took_place",
     "fingerprint",
     "raw",
+    "max_event_bytes",
 )
 VERSION_COLUMNS = ("game_id", "version", "state", "journal_id")
 VERDICT_COLUMNS = ("verdict_id", "game_id", "type", "cause_seq", "journal_id", "body")

@@ -1,0 +1,75 @@
+"""Telling a PostgreSQL outage from a defect: what to retry, and what to quarantine.
+
+An outage (the server unreachable, restarting, out of resources, a serialization failure, a
+lock or statement timeout, a broken role or schema) is retried: nothing is wrong with the
+records, and they are processed once the database is back. Anything else that fails while a
+batch is written (a value the database refuses, a constraint the referee's own state should
+have kept) is a defect that one record can trigger, and the step isolates that record.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+from sqlalchemy import exc as sa_exc
+
+OUTAGE_CLASSES = frozenset(
+    {
+        "08",  # connection exception
+        "25",  # invalid transaction state (a read-only replica after a failover, say)
+        "28",  # invalid authorization
+        "3D",  # invalid catalog name (the database is missing)
+        "40",  # transaction rollback: serialization failure, deadlock
+        "42",  # syntax error or access rule violation: a missing migration, a missing grant
+        "53",  # insufficient resources: disk full, out of memory, too many connections
+        "55",  # object not in prerequisite state: lock not available
+        "57",  # operator intervention: shutdown, cancelled statement (a timeout)
+        "58",  # system error (I/O)
+        "F0",  # configuration file error
+        "XX",  # internal error of the server
+    }
+)
+"""SQLSTATE classes that say the database, not the record, is the problem."""
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    """Returns the SQLSTATE the server gave for a failure, if it gave one."""
+    for cause in _chain(exc):
+        code = getattr(cause, "sqlstate", None)
+        if isinstance(code, str) and len(code) == 5:
+            return code
+    return None
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Checks if a failure came from the database being unavailable (retry, never quarantine)."""
+    code = sqlstate(exc)
+    if code is not None:
+        return code[:2] in OUTAGE_CLASSES
+    for cause in _chain(exc):
+        if isinstance(cause, asyncpg.DataError):
+            return False  # the client refused a value: the record's doing
+        if isinstance(
+            cause,
+            OSError  # the socket (ConnectionError and TimeoutError included)
+            | asyncpg.InterfaceError  # the connection closed or in a bad state
+            | asyncpg.exceptions.InternalClientError
+            | sa_exc.TimeoutError,  # no connection free in the pool
+        ):
+            return True
+        if isinstance(cause, sa_exc.DBAPIError) and cause.connection_invalidated:
+            return True
+    return False
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The failure and what it wraps (``orig``, ``raise ... from``), outermost first.
+
+    A failure raised while another was being handled (``__context__``) is not followed: the
+    newest failure says what the state of the connection is now.
+    """
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and not any(current is s for s in seen):
+        seen.append(current)
+        current = getattr(current, "orig", None) or current.__cause__
+    return seen
