@@ -16,7 +16,7 @@ from referee.domain.events import (
     TilePlayed,
 )
 from referee.domain.fouls import FoulKind
-from referee.domain.layout import Restart, empty_layout
+from referee.domain.layout import Layout, Restart, empty_layout
 from referee.domain.options import game_problem
 from referee.domain.play_scoring import play_points
 from referee.domain.rules import (
@@ -24,10 +24,10 @@ from referee.domain.rules import (
     DrawRule,
     DrawWhileAble,
     EngineOrder,
-    Layout,
     PlayScoring,
     Scoring,
 )
+from referee.domain.rules import Layout as LayoutKind
 from referee.domain.scoring import (
     Award,
     game_winners,
@@ -193,7 +193,7 @@ def _check_engine(
     """Checks the engine against the layout and ``engine_order``; returns it (trains only)."""
     rules = game.rules
     engine = event.engine
-    if rules.layout is not Layout.TRAINS:
+    if rules.layout is not LayoutKind.TRAINS:
         if engine is not None:
             raise InvalidInput(
                 RejectionReason.BAD_DEAL,
@@ -304,11 +304,12 @@ def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Ju
     if not hand & bit:
         return _rejected(game, seat, FoulKind.TILE_NOT_IN_HAND)
     boneyard = rnd.boneyard_mask
-    layout = rnd.layout.place(
+    placed = rnd.layout.place(
         seat, played_tile[0], played_tile[1], action.end, action.train, hands, boneyard
     )
-    if isinstance(layout, _FOUL):
-        return _rejected(game, seat, layout)
+    if placed.__class__ is _FOUL:  # cheaper than isinstance; a foul is exactly a FoulKind
+        return _rejected(game, seat, placed)
+    layout: Layout = placed  # type: ignore[assignment]  # not a foul, so a layout
     played = hand ^ bit
     after = round_state(
         rnd.number,
