@@ -50,7 +50,14 @@ class FoulRecordedWire(VerdictWire, tag="FoulRecorded", frozen=True):
     player: str
     foul: FoulKind
     applied: bool
-    penalty: Annotated[int, msgspec.Meta(ge=0, description="Points deducted (0 if none).")]
+    penalty: Annotated[
+        int,
+        msgspec.Meta(
+            ge=0,
+            description="The foul's points (0 if none): deducted under award scoring, added "
+            "under penalty scoring.",
+        ),
+    ]
 
 
 class PointsScoredWire(VerdictWire, tag="PointsScored", frozen=True):

@@ -10,6 +10,7 @@ from referee.contracts.verdicts import (
     FoulRecordedWire,
     GameWonWire,
     OutputVerdict,
+    PointsScoredWire,
     RoundScoredWire,
 )
 
@@ -23,6 +24,9 @@ class GameStanding:
     cumulative: dict[str, int] = field(default_factory=dict)
     winner: str | None = None
     fouls: Counter[str] = field(default_factory=Counter)
+    penalty_scoring: bool = False
+    """Whether the game scores by penalty (learnt from its first ``RoundScored``): a foul's
+    penalty is then added, not deducted."""
 
 
 def standings(verdicts: Iterable[OutputVerdict]) -> list[GameStanding]:
@@ -33,13 +37,17 @@ def standings(verdicts: Iterable[OutputVerdict]) -> list[GameStanding]:
         if isinstance(v, RoundScoredWire):
             game.rounds += 1
             game.cumulative = dict(v.cumulative)
+            game.penalty_scoring = v.scoring == "penalty"
+        elif isinstance(v, PointsScoredWire):
+            game.cumulative = dict(v.cumulative)
         elif isinstance(v, GameWonWire):
             game.winner = v.winner
             game.cumulative = dict(v.cumulative)
         elif isinstance(v, FoulRecordedWire):
             game.fouls[v.player] += 1
             if v.penalty:
-                game.cumulative[v.player] = game.cumulative.get(v.player, 0) - v.penalty
+                sign = 1 if game.penalty_scoring else -1
+                game.cumulative[v.player] = game.cumulative.get(v.player, 0) + sign * v.penalty
     return [games[k] for k in sorted(games)]
 
 
