@@ -5,9 +5,19 @@
 #   docker build -t referee:dev .
 #   docker run --rm referee:dev --help
 #
+# A release build fills in the OCI labels (docs/deploy.md):
+#
+#   docker build \
+#     --build-arg VERSION="$(uv version --short)" \
+#     --build-arg REVISION="$(git rev-parse HEAD)" \
+#     --build-arg SOURCE=https://git.example.com/games/referee \
+#     --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+#     -t registry.example.com/referee:0.1.0 .
+#
 # Two stages: `builder` resolves the dependencies from uv.lock (frozen, no dev
-# group) into /app/.venv; the final stage copies only that venv and the
-# sources, runs as an unprivileged user and has no compiler, pip cache or uv.
+# group, no extras: the `embedded` extra's PostgreSQL binaries stay out) into
+# /app/.venv; the final stage copies only that venv and the sources, runs as an
+# unprivileged user and has no compiler, pip cache or uv.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -30,7 +40,8 @@ RUN pip install --no-cache-dir "uv==${UV_VERSION}"
 WORKDIR /app
 
 # 1) third-party dependencies only: this layer is reused while the lock is unchanged
-COPY pyproject.toml uv.lock README.md ./
+# (LICENSE: pyproject's license-files, the wheel carries it)
+COPY pyproject.toml uv.lock README.md LICENSE ./
 RUN uv sync --frozen --no-dev --no-install-project
 
 # 2) the project itself (installed into the same venv, same path as at run time)
@@ -42,9 +53,26 @@ RUN uv sync --frozen --no-dev
 # ------------------------------------------------------------------ final ---
 FROM ${PYTHON_IMAGE} AS runtime
 
+# OCI annotations (https://github.com/opencontainers/image-spec/blob/main/annotations.md).
+# VERSION matches pyproject's version (tests/deploy/test_dockerfile.py); REVISION is
+# the commit, SOURCE the repository URL, CREATED the build time (RFC 3339).
+ARG PYTHON_IMAGE
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG SOURCE=unknown
+ARG CREATED=1970-01-01T00:00:00Z
 LABEL org.opencontainers.image.title="referee" \
       org.opencontainers.image.description="Event-sourced dominoes referee (Kafka consumer)" \
-      org.opencontainers.image.licenses="MIT"
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.url="${SOURCE}" \
+      org.opencontainers.image.documentation="${SOURCE}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.vendor="the referee authors" \
+      org.opencontainers.image.authors="the referee authors" \
+      org.opencontainers.image.base.name="${PYTHON_IMAGE}"
 
 # Unprivileged user with a fixed numeric id (the Helm chart's securityContext
 # uses the same ids: runAsUser/runAsGroup/fsGroup 10001).
@@ -68,9 +96,10 @@ COPY --from=builder --chown=root:root /app /app
 USER 10001:10001
 EXPOSE 8080
 
-# No curl in slim: a stdlib one-liner. Honours REFEREE_HTTP_PORT.
+# No curl in slim: a stdlib one-liner. Honours REFEREE_HTTP_PORT. /livez fails when
+# the consumer loop or the relay is stuck (/healthz only says the process answers).
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
-    CMD ["python", "-c", "import os,urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('REFEREE_HTTP_PORT', '8080'), timeout=2); sys.exit(0)"]
+    CMD ["python", "-c", "import os,urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:%s/livez' % os.environ.get('REFEREE_HTTP_PORT', '8080'), timeout=2); sys.exit(0)"]
 
 ENTRYPOINT ["referee"]
 CMD ["serve"]

@@ -2,6 +2,7 @@
 
     uv run python bench/run.py            # the full run (writes docs/benchmarks.md)
     uv run python bench/run.py --quick    # a smoke run (writes under --workdir only)
+    uv run python bench/run.py --ab-before DIR   # end to end only: DIR's code against this one
 
 The services are started through scripts/postgres.sh and scripts/kafka.sh on their own ports
 and state directory (REFEREE_STATE_DIR=/tmp/bench-services, KAFKA_PORT=29092, PG_PORT=25432
@@ -49,7 +50,7 @@ from referee.contracts.wire import EnvelopeProbe, InputEvent  # noqa: E402
 from referee.processing.referee import Referee  # noqa: E402
 from referee.service.relay import partition_ids  # noqa: E402
 from referee.simulate import SimulationOptions, _game, simulate  # noqa: E402
-from referee.store.repository import JOURNAL_COLUMNS  # noqa: E402
+from referee.store.rows import JOURNAL_COLUMNS, JournalRow  # noqa: E402
 from tests.integration.kafka.kafkatools import (  # noqa: E402
     Topics,
     free_port,
@@ -307,16 +308,20 @@ async def ready(port: int) -> bool:
     return await asyncio.to_thread(get)
 
 
-async def topic_count(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> int:
-    ends = await consumer.end_offsets(tps)
-    return int(sum(ends.values()))
-
-
-async def end_offset_reader(ctx: Context, topic: str) -> tuple[AIOKafkaConsumer, list]:
+async def committed_reader(ctx: Context, topic: str) -> AIOKafkaConsumer:
+    """A read_committed consumer of the whole topic (the relay publishes in transactions)."""
     parts = await partition_ids({"bootstrap_servers": ctx.bootstrap}, topic)
-    consumer = AIOKafkaConsumer(bootstrap_servers=ctx.bootstrap, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=ctx.bootstrap,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        fetch_max_wait_ms=50,
+    )
     await consumer.start()
-    return consumer, [TopicPartition(topic, p) for p in parts]
+    tps = [TopicPartition(topic, p) for p in parts]
+    consumer.assign(tps)
+    await consumer.seek_to_beginning(*tps)
+    return consumer
 
 
 @dataclass
@@ -370,16 +375,22 @@ async def start_serve(
 async def wait_for_count(
     ctx: Context, served: Served, topic: str, expected: int, limit: float
 ) -> float:
-    """Waits until ``topic`` holds ``expected`` records; returns the perf_counter time."""
-    consumer, tps = await end_offset_reader(ctx, topic)
+    """Waits until ``topic`` holds ``expected`` committed records; returns the perf_counter time.
+
+    Counts records read ``read_committed``, not end offsets: with a transactional relay every
+    commit also writes a marker that takes an offset in each partition it touched.
+    """
+    consumer = await committed_reader(ctx, topic)
     try:
+        seen = 0
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
-            if await topic_count(consumer, tps) >= expected:
+            got = await consumer.getmany(timeout_ms=50)
+            seen += sum(len(records) for records in got.values())
+            if seen >= expected:
                 return time.perf_counter()
             if served.process.poll() is not None:
                 raise RuntimeError(f"referee serve died:\n{tail(served.log)}")
-            await asyncio.sleep(0.05)
     finally:
         await consumer.stop()
     raise RuntimeError(
@@ -505,7 +516,22 @@ def ceiling_row(
 ) -> tuple[Any, ...]:
     """A journal row for a ceiling: the record's indexed keys probed, nothing judged."""
     game, seq, event_id = probe_keys(raw, probe)
-    return (n, topic, partition, offset, game, seq, event_id, None, "applied", None, True, b"", raw)
+    return JournalRow(
+        id=n,
+        source_topic=topic,
+        source_partition=partition,
+        source_offset=offset,
+        game_id=game,
+        seq=seq,
+        event_id=event_id,
+        event_type=None,
+        outcome="applied",
+        reason=None,
+        took_place=True,
+        fingerprint=b"",
+        raw=raw,
+        max_event_bytes=None,
+    )
 
 
 async def copy_ceiling_file(url: str, log: Path, batch_size: int) -> tuple[int, float]:
@@ -622,12 +648,20 @@ async def kafka_ceiling(
 
 
 async def serve_run(
-    ctx: Context, topics: Topics, events: int, verdicts: int, batch_size: int, name: str
+    ctx: Context,
+    topics: Topics,
+    events: int,
+    verdicts: int,
+    batch_size: int,
+    name: str,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, float]:
     """Runs ``referee serve`` on a full input topic until every verdict is published."""
     url = await fresh_database(ctx, name, migrate=True)
     await make_topics(ctx, [topics.verdicts, topics.dlq])
-    served = await start_serve(ctx, url, topics, name=name, batch_size=batch_size)
+    served = await start_serve(
+        ctx, url, topics, name=name, batch_size=batch_size, extra_env=extra_env
+    )
     try:
         done = await wait_for_count(
             ctx, served, topics.verdicts, verdicts, limit=max(120.0, events / 500)
@@ -675,9 +709,131 @@ async def bench_e2e(ctx: Context, log: Path, verdicts_file: Path) -> None:
     }
 
 
+async def high_watermarks(ctx: Context, topic: str) -> int:
+    """The sum of the topic's end offsets read_uncommitted: records, aborted ones and markers."""
+    parts = await partition_ids({"bootstrap_servers": ctx.bootstrap}, topic)
+    consumer = AIOKafkaConsumer(bootstrap_servers=ctx.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        ends = await consumer.end_offsets([TopicPartition(topic, p) for p in parts])
+        return int(sum(ends.values()))
+    finally:
+        await consumer.stop()
+
+
+def imported_from(env: dict[str, str]) -> str:
+    """Where ``referee`` comes from in a process with ``env`` added (the package's file)."""
+    return subprocess.run(
+        [PY, "-c", "import referee; print(referee.__file__)"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+async def bench_ab(ctx: Context, log: Path, verdicts_file: Path) -> None:
+    """The end-to-end scenario of section 3, another checkout's code against this one.
+
+    Both run ``referee serve`` from their own source tree (PYTHONPATH) on the same input topic,
+    each on a fresh database and fresh output topics, alternating (before, after, then after,
+    before, ...) so drift on a shared machine falls on both alike.
+    """
+    before: Path = ctx.args.ab_before.resolve()
+    rounds: int = ctx.args.rounds
+    say(f"A/B end to end: before = {before}, after = {ROOT}, {rounds} rounds each")
+    expected = count_lines(verdicts_file)
+    topics = fresh_topics()
+    await make_topics(ctx, [topics.input])
+    records = keyed_lines(log)
+    await produce(ctx.bootstrap, topics.input, records)
+    trees = {"before": before, "after": ROOT}
+    # PYTHONSAFEPATH: the working directory (this checkout) must not come before PYTHONPATH
+    envs = {k: {"PYTHONPATH": str(v), "PYTHONSAFEPATH": "1"} for k, v in trees.items()}
+    for label, env in envs.items():
+        found = imported_from(env)
+        if not found.startswith(str(trees[label])):
+            raise SystemExit(f"{label}: referee imported from {found}, not {trees[label]}")
+        say(f"   {label}: referee from {found}")
+    runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+    for i in range(rounds):
+        for label in ("before", "after") if i % 2 == 0 else ("after", "before"):
+            out = fresh_topics(topics.input)
+            run = await serve_run(
+                ctx,
+                out,
+                len(records),
+                expected,
+                E2E_BATCH,
+                f"ab-{label}{i}",
+                extra_env=envs[label],
+            )
+            # a transactional relay leaves a commit marker per partition per transaction
+            run["markers"] = await high_watermarks(ctx, out.verdicts) - expected
+            say(
+                f"   {label} {i}: {run['eps']:,.0f} events/s ({run['seconds']:.1f} s), "
+                f"{run['markers']:.0f} markers on the verdict topic"
+            )
+            runs[label].append(run)
+    ctx.results["ab"] = {
+        "events": len(records),
+        "verdicts": expected,
+        "before": str(before),
+        "runs": runs,
+    }
+
+
+def render_ab(ctx: Context, info: dict[str, str], load_end: str) -> str:
+    """The A/B section (markdown)."""
+    ab = ctx.results["ab"]
+    today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    runs = ab["runs"]
+    med = {k: statistics.median(r["eps"] for r in v) for k, v in runs.items()}
+    steady = {k: statistics.median(r["steady_eps"] for r in v) for k, v in runs.items()}
+    out = [
+        (
+            f"Measured {today} by `uv run python bench/run.py --ab-before DIR --rounds "
+            f"{ctx.args.rounds}` (DIR: an export of `main`, `git archive main | tar -x -C DIR`), "
+            f"{info['nproc']} CPUs, load average at the end {load_end}. The end-to-end scenario of"
+            f" section 3: {ab['events']:,} events on a 4-partition input topic, one"
+            " `referee serve` (REFEREE_BATCH_SIZE=2000) on a fresh database and fresh output"
+            " topics, timed from spawning it until a read_committed consumer has read all"
+            f" {ab['verdicts']:,} verdicts; the two codes alternate (before, after, then after,"
+            " before, ...)."
+        ),
+        "",
+        "| run | before: events/s | after: events/s |",
+        "|---|---|---|",
+    ]
+    for i, (b, a) in enumerate(zip(runs["before"], runs["after"], strict=True)):
+        out.append(
+            f"| {i + 1} | {b['eps']:,.0f} ({b['seconds']:.1f} s) | {a['eps']:,.0f}"
+            f" ({a['seconds']:.1f} s) |"
+        )
+    out += [
+        f"| **median** | **{med['before']:,.0f}** | **{med['after']:,.0f}** |",
+        (
+            f"| median after start-up (from /readyz) | {steady['before']:,.0f} |"
+            f" {steady['after']:,.0f} |"
+        ),
+        "",
+        (
+            f"**after/before = {med['after'] / med['before']:.2f}** (medians; after start-up"
+            f" {steady['after'] / steady['before']:.2f}). Commit markers on the verdict topic:"
+            f" before {statistics.median(r['markers'] for r in runs['before']):.0f},"
+            f" after {statistics.median(r['markers'] for r in runs['after']):.0f} (median; one per"
+            " partition a transaction wrote to)."
+        ),
+    ]
+    return "\n".join(out)
+
+
 async def drain_values(ctx: Context, topic: str, expected: int) -> list[bytes]:
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=ctx.bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+        bootstrap_servers=ctx.bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
     )
     await consumer.start()
     try:
@@ -752,6 +908,8 @@ class VerdictWatcher:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             fetch_max_wait_ms=5,
+            # a verdict has arrived when a consumer of the topic can see it: committed
+            isolation_level="read_committed",
         )
         parts = await partition_ids({"bootstrap_servers": self.ctx.bootstrap}, self.topic)
         await self.consumer.start()
@@ -1341,6 +1499,14 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
             f"| time to process the {mem['events']:,} events | {mem['seconds']:.0f} s |",
             "",
         ]
+    if AB_SECTION.exists() and not ctx.args.quick:
+        # measured by --ab-before, not by the full run: kept as it was last written
+        out += [
+            "## 6. What the relay's Kafka transactions cost",
+            "",
+            *AB_SECTION.read_text(encoding="utf-8").strip().splitlines(),
+            "",
+        ]
     notes = ctx.results.get("notes")
     if notes:
         out += ["## Observations", "", *notes, ""]
@@ -1423,6 +1589,38 @@ async def cleanup(ctx: Context) -> None:
             await delete_topics(ctx)
 
 
+AB_SECTION = Path(__file__).with_name("relay-transactions.md")
+
+
+def ab_main(ctx: Context) -> int:
+    """``--ab-before``: the end-to-end A/B only; the section goes to bench/relay-transactions.md."""
+    info = machine()
+    try:
+        ctx.admin_url = start_service(ctx, "postgres.sh", "DATABASE_URL")
+        ctx.bootstrap = start_service(ctx, "kafka.sh", "KAFKA_BOOTSTRAP")
+
+        async def run() -> None:
+            log = ctx.work / "main.jsonl"
+            games = ctx.sizes.games
+            run_cli(["simulate", "--games", str(games), "--seed", "7", "--output", str(log)])
+            verdicts = ctx.work / "main.verdicts.jsonl"
+            run_cli(["replay", str(log), "--output", str(verdicts), "--workers", "1"])
+            await bench_ab(ctx, log, verdicts)
+
+        asyncio.run(run())
+    finally:
+        asyncio.run(cleanup(ctx))
+        if not ctx.args.keep_services:
+            stop_services(ctx)
+    load_end = " ".join(Path("/proc/loadavg").read_text().split()[0:3])
+    text = render_ab(ctx, info, load_end)
+    output = ctx.args.output or (ctx.work / "ab.md" if ctx.args.quick else AB_SECTION)
+    output.write_text(text + "\n", encoding="utf-8")
+    (ctx.work / "ab-results.json").write_text(json.dumps(ctx.results, indent=2, default=str))
+    print(text)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
@@ -1434,10 +1632,19 @@ def main() -> int:
     )
     parser.add_argument("--only", help="comma list: replay,replay2,store,e2e,latency,sweep,memory")
     parser.add_argument("--keep-services", action="store_true", help="leave started services up")
+    parser.add_argument(
+        "--ab-before",
+        type=Path,
+        help="run only the end-to-end scenario, the code of this source tree (before) against"
+        " this checkout (after), alternating; writes bench/relay-transactions.md",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each code with --ab-before")
     args = parser.parse_args()
     work = args.workdir.resolve()
     work.mkdir(parents=True, exist_ok=True)
     ctx = Context(args, QUICK if args.quick else FULL, work)
+    if args.ab_before is not None:
+        return ab_main(ctx)
     output = args.output or (work / "benchmarks.md" if args.quick else ROOT / "docs/benchmarks.md")
     img = output.parent / "img"
     started = time.perf_counter()

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Sourced by scripts/demo and scripts/test: makes sure uv and the locked environment exist.
+# Both get the `embedded` extra (pgserver): `referee demo` runs on the embedded PostgreSQL,
+# and a suite run must leave the README's first command working. The service image does
+# not install it (Dockerfile: `uv sync --no-dev`, no extras).
 set -euo pipefail
 export PATH="$HOME/.local/bin:$PATH"
 if ! command -v uv >/dev/null 2>&1; then
@@ -7,5 +10,5 @@ if ! command -v uv >/dev/null 2>&1; then
     python3 -m pip install --quiet --user "uv==0.13.9" 2>/dev/null \
         || python3 -m pip install --quiet "uv==0.13.9"
 fi
-echo "==> uv sync --frozen ($*)" >&2
-uv sync --frozen --quiet "$@"
+echo "==> uv sync --frozen --extra embedded ($*)" >&2
+uv sync --frozen --quiet --extra embedded "$@"

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import referee.processing.referee as referee_module
@@ -41,6 +43,39 @@ def play_of(line: bytes) -> TilePlayed:
     event = json.loads(line)
     a, b = event["tile"]
     return TilePlayed(event["round"], event["player"], (a, b), _end(event.get("end")))
+
+
+def chosen_play(log: Path) -> tuple[int, bytes]:
+    """Returns (line number, line) of a play in the middle of a game that goes on after it."""
+    events: list[tuple[int, bytes, dict[str, Any]]] = []
+    for number, line in enumerate(log.read_bytes().splitlines(), start=1):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a bad line of the simulation
+        if isinstance(event, dict) and isinstance(event.get("game_id"), str):
+            events.append((number, line, event))
+    last = {event["game_id"]: number for number, _, event in events}
+    sent = Counter(line for _, line, _ in events)  # a re-sent copy would be judged again
+    third = events[len(events) // 3][0]
+    for number, line, event in events:
+        if (
+            number > third
+            and event.get("type") == "TilePlayed"
+            and event.get("end")
+            and last[event["game_id"]] > number + 5
+            and event.get("event_id", "").startswith("ev-")
+            and sent[line] == 1
+        ):
+            return number, line
+    raise AssertionError("no play to fail on")
+
+
+def fault_env(line: bytes) -> dict[str, str]:
+    """The environment that makes ``python -m tests.faults serve`` fail on this play."""
+    play = play_of(line)
+    end = None if play.end is None else play.end.value
+    return {FAULT_ENV: json.dumps([play.round, play.player, list(play.tile), end])}
 
 
 def install(chosen: TilePlayed) -> None:

@@ -10,7 +10,12 @@ from typing import BinaryIO
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
 
-EXAMPLE_LOG = Path(__file__).resolve().parents[2] / "examples" / "tournament.jsonl"
+_PACKAGE = Path(__file__).resolve().parents[1]
+EXAMPLE_LOG = (
+    _PACKAGE / "_data" / "examples" / "tournament.jsonl"  # an installed wheel carries it
+    if (_PACKAGE / "_data" / "examples").is_dir()
+    else _PACKAGE.parent / "examples" / "tournament.jsonl"  # the source tree
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

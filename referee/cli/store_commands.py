@@ -7,13 +7,12 @@ import asyncio
 import sys
 from pathlib import Path
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from referee.processing.audit import AuditReport
 from referee.processing.replay import ProgressBar, ReplayReport, format_summary
 from referee.service.settings import Settings
-from referee.store.audit import AuditReport
-from referee.store.database import create_engine, embedded_url
+from referee.store.database import EmbeddedPostgresMissingError, create_engine, embedded_url
 from referee.store.database import migrate as run_migrations
 
 
@@ -26,7 +25,10 @@ def database_url(explicit: str | None, settings: Settings, *, embedded_default: 
     if not embedded_default:
         raise SystemExit("no database: pass --database URL or set REFEREE_DATABASE_URL")
     print(f"using the embedded PostgreSQL under {settings.data_dir}/pgdata", file=sys.stderr)
-    return embedded_url(Path(settings.data_dir))
+    try:
+        return embedded_url(Path(settings.data_dir))
+    except EmbeddedPostgresMissingError as missing:  # one line for the user, not a traceback
+        raise SystemExit(str(missing)) from None
 
 
 def _engine(url: str, settings: Settings) -> AsyncEngine:
@@ -102,19 +104,21 @@ def audit(args: argparse.Namespace) -> int:
 
 
 async def _audit(url: str, settings: Settings) -> AuditReport:
-    from referee.store.audit import audit as run_audit
+    from referee.processing.audit import audit as run_audit
+    from referee.store.views import StoreViews
 
     engine = _engine(url, settings)
     try:
-        return await run_audit(engine, settings.max_event_bytes)
+        return await run_audit(StoreViews(engine), settings.max_event_bytes)
     finally:
         await engine.dispose()
 
 
 def demo(args: argparse.Namespace) -> int:
     """``referee demo``: the example log into the (embedded) store; verdicts, standings, audit."""
+    from referee.processing.audit import audit as run_audit
     from referee.processing.replay_store import replay_into_store
-    from referee.store.audit import audit as run_audit
+    from referee.store.views import StoreViews
 
     settings = Settings()
     url = database_url(args.database, settings, embedded_default=True)
@@ -132,7 +136,7 @@ def demo(args: argparse.Namespace) -> int:
             if skipped:
                 print(f"({skipped} lines were already in the store)", file=sys.stderr)
             await _print_store(engine)
-            checked = await run_audit(engine, settings.max_event_bytes)
+            checked = await run_audit(StoreViews(engine), settings.max_event_bytes)
             print("\n== audit ==")
             print(checked.summary())
             return 0 if checked.passed else 1
@@ -143,24 +147,15 @@ def demo(args: argparse.Namespace) -> int:
 
 
 async def _print_store(engine: AsyncEngine) -> None:
-    async with engine.connect() as conn:
-        rows = (await conn.execute(text("SELECT body FROM verdicts ORDER BY position"))).all()
-        print(f"== verdicts ({len(rows)}) ==")
-        for (body,) in rows:
-            print(body)
-        standings = (
-            await conn.execute(
-                text(
-                    "SELECT s.game_id, s.player, s.score, s.game_winner, s.round, "
-                    "COALESCE(sum(f.fouls), 0) AS fouls "
-                    "FROM standings s LEFT JOIN player_fouls f "
-                    "ON f.game_id = s.game_id AND f.player = s.player "
-                    "GROUP BY 1, 2, 3, 4, 5, s.seat ORDER BY s.game_id, s.score DESC, s.seat"
-                )
-            )
-        ).all()
+    from referee.store.views import StoreViews
+
+    views = StoreViews(engine)
+    bodies = await views.verdict_bodies()
+    print(f"== verdicts ({len(bodies)}) ==")
+    for _, body in bodies:
+        print(body)
     print("\n== standings ==")
     print(f"{'game':<18} {'player':<12} {'score':>6} {'fouls':>6}  {'round':>5}  game won by")
-    for game_id, player, score, winner, rnd, fouls in standings:
-        won = winner or "-"
-        print(f"{game_id:<18} {player:<12} {score:>6} {fouls:>6}  {rnd or 0:>5}  {won}")
+    for s in await views.standings():
+        won = s.game_winner or "-"
+        print(f"{s.game_id:<18} {s.player:<12} {s.score:>6} {s.fouls:>6}  {s.round or 0:>5}  {won}")

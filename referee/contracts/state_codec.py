@@ -3,7 +3,9 @@
 An edition-1 game (a line, no teams, edition-1 options) encodes exactly as edition 1 stored
 it, so projections written by the old code decode and compare equal. A spinner or trains
 round adds a ``layout`` object instead of ``left`` and ``right``; a game with teams adds
-``teams``; rules add only the edition-2 options that are not at their defaults.
+``teams``; rules add only the edition-2 options that are not at their defaults. ``scores`` are
+by seat, each player's cumulative score (their team's), as the store's ``standings`` view
+reads them.
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ def encode_state(game: GameState) -> bytes:
     doc: dict[str, Any] = {
         "players": list(game.players),
         "rules": RulesWire.from_domain(game.rules),
-        "scores": list(game.scores),
+        # By seat, each player's team figure: the store's standings view reads it so.
+        "scores": list(game.teams.by_seat(game.scores)),
         "round": None if game.round is None else _round_to_json(game.round),
         "winner": game.winner,
     }
@@ -160,13 +163,14 @@ def decode_state(data: bytes | str) -> GameState:
             drew=r["drew"],
             ended=r["ended"],
         )
-    teams = doc.get("teams")
+    teams = seat_teams(players, doc.get("teams"))
+    by_seat = doc["scores"]
     return GameState(
         players=players,
         rules=rules,
         seats=seats,
-        teams=seat_teams(players, teams),
-        scores=tuple(doc["scores"]),
+        teams=teams,
+        scores=tuple(by_seat[teams.members(t)[0]] for t in range(teams.size)),
         round=rnd,
         winner=doc["winner"],
     )

@@ -6,25 +6,26 @@ same records in the same order give the same outcomes, verdicts and rejections e
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import traceback
-from collections import Counter
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-
-import msgspec
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed, parse_event, read_envelope
 from referee.contracts.rejection import EventRejected, Source, raw_text
-from referee.contracts.verdicts import OutputVerdict, to_wire
+from referee.contracts.verdicts import to_wire
 from referee.contracts.wire import INPUT_EVENTS, GameStartedWire, InputEvent
 from referee.domain.errors import InvalidInput, RejectionReason
 from referee.domain.judge import judge
-from referee.domain.state import GameState
 from referee.domain.verdicts import FoulRecorded, Verdict
+from referee.processing.ledger import (
+    GameLedger,
+    RawRecord,
+    event_print,
+    fingerprint,
+    same_content,
+)
+from referee.processing.outcome import Outcome, Processed, Tally
 
 log = logging.getLogger("referee.quarantine")
 
@@ -46,166 +47,6 @@ def failure_detail(exc: BaseException) -> str:
         where = f" (at {path}:{last.lineno} in {last.name})"
     detail = f"the referee failed on this record: {type(exc).__name__}: {exc}{where}"
     return detail if len(detail) <= MAX_DETAIL else detail[: MAX_DETAIL - 3] + "..."
-
-
-class Outcome(StrEnum):
-    """What became of one input record."""
-
-    APPLIED = "applied"
-    """Judged; no foul."""
-    FOULED = "fouled"
-    """Judged; at least one foul was recorded."""
-    REJECTED = "rejected"
-    """Could not be judged; published as ``EventRejected``."""
-    DUPLICATE = "duplicate"
-    """Already processed with the same content; ignored."""
-
-
-def fingerprint(data: bytes) -> bytes:
-    """Returns the 16-byte content fingerprint used to tell duplicates from conflicts."""
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-_ENCODE = msgspec.json.Encoder().encode
-_DECODE_VALID = msgspec.json.Decoder(InputEvent).decode
-
-
-def event_print(event: InputEvent) -> bytes:
-    """Returns a valid event's fingerprint: that of its canonical encoding.
-
-    The same content written differently (spacing, key order) has the same print.
-    """
-    return fingerprint(_ENCODE(event))
-
-
-class Print(bytes):
-    """A fingerprint kept in a ledger (``bytes`` of another kind than a raw record)."""
-
-
-Taken = Print | bytes
-"""What took a place in a game, for telling duplicates from conflicts: a print, or the raw
-bytes of the valid event that took it.
-
-The raw bytes are kept as they arrived (they exist already) and stand for the print of the
-event they decode to, computed only when a comparison needs it: the print of every event up
-front, or the decoded event itself, cost more time and memory than the rare comparison.
-Unparsed records and the places loaded from the store are kept as prints.
-"""
-
-
-def print_of(taken: Taken) -> bytes:
-    """Returns the fingerprint of what took a place."""
-    if isinstance(taken, Print):
-        return taken
-    return event_print(_DECODE_VALID(taken))
-
-
-def _same(taken: Taken | None, fp: bytes) -> bool:
-    """Whether what took a place (if anything did) has the fingerprint ``fp``."""
-    return taken is not None and print_of(taken) == fp
-
-
-@dataclass(slots=True)
-class GameLedger:
-    """A game's folded state, the last seq that took its place, and what took each place.
-
-    Event ids are idempotency keys within a game: a game lives in one partition, so this is
-    exactly what any one instance can check, live or in a replay.
-    """
-
-    state: GameState
-    last_seq: int
-    seq_prints: dict[int, Taken] = field(default_factory=dict)
-    """What took each seq (all of them, or those loaded when not ``complete``)."""
-    event_prints: dict[str, Taken] = field(default_factory=dict)
-    """What took a place under each event id."""
-    complete: bool = True
-    """Whether the prints of the game's whole history are in memory (else: ask the store)."""
-
-    def take(self, seq: int, event_id: str | None, taken: Taken) -> None:
-        """Records that ``taken`` (and ``event_id``, when readable) took place ``seq``."""
-        self.last_seq = seq
-        self.seq_prints[seq] = taken
-        if event_id is not None:
-            self.event_prints.setdefault(event_id, taken)
-
-    def settle(self, seq: int, event_id: str | None, raw: bytes, fp: bytes) -> None:
-        """Keeps the print ``fp`` where the record ``raw`` took a place, instead of its bytes.
-
-        The store computes every print for its journal; a long-lived cache of games then
-        holds 16 bytes a place rather than a whole record.
-        """
-        if self.seq_prints.get(seq) is raw:
-            self.seq_prints[seq] = Print(fp)
-        if event_id is not None and self.event_prints.get(event_id) is raw:
-            self.event_prints[event_id] = Print(fp)
-
-
-class Processed(msgspec.Struct, frozen=True, gc=False):
-    """The outcome of one record, with everything the store and the publishers need."""
-
-    outcome: Outcome
-    game_id: str | None
-    seq: int | None
-    event_id: str | None
-    event_type: str | None
-    content: InputEvent | bytes
-    """The valid event, or the print of a record that failed at the edge."""
-    took_place: bool
-    """Whether the record took the next place in its game's sequence."""
-    verdicts: tuple[OutputVerdict, ...] = ()
-    rejection: EventRejected | None = None
-
-    @property
-    def fingerprint(self) -> bytes:
-        """Returns the record's content fingerprint (the journal's)."""
-        content = self.content
-        return content if isinstance(content, bytes) else event_print(content)
-
-
-_DUPLICATE = Outcome.DUPLICATE
-
-
-@dataclass(slots=True)
-class Tally:
-    """Counts for the summary and the metrics."""
-
-    events: Counter[str] = field(default_factory=Counter)
-    verdicts: Counter[str] = field(default_factory=Counter)
-    rejections: Counter[str] = field(default_factory=Counter)
-    duplicates: int = 0
-    records: int = 0
-
-    def copy(self) -> Tally:
-        """Returns a copy to go back to (a batch that fails is not counted)."""
-        return Tally(
-            Counter(self.events),
-            Counter(self.verdicts),
-            Counter(self.rejections),
-            self.duplicates,
-            self.records,
-        )
-
-    def merge(self, other: Tally) -> None:
-        """Adds another tally (of another shard) to this one."""
-        self.events.update(other.events)
-        self.verdicts.update(other.verdicts)
-        self.rejections.update(other.rejections)
-        self.duplicates += other.duplicates
-        self.records += other.records
-
-    def count(self, processed: Processed) -> None:
-        """Adds one processed record (only a judged one can have verdicts)."""
-        self.records += 1
-        if processed.outcome is _DUPLICATE:
-            self.duplicates += 1
-        elif processed.rejection is not None:
-            self.rejections[processed.rejection.reason.value] += 1
-        elif (kind := processed.event_type) is not None:
-            events = self.events
-            events[kind] = events.get(kind, 0) + 1  # cheaper than Counter's ``+= 1``
-            for v in processed.verdicts:
-                self.verdicts[v.__struct_config__.tag] += 1  # type: ignore[index]
 
 
 _APPLIED = Outcome.APPLIED
@@ -236,11 +77,12 @@ class Referee:
         ledgers are changed only once a record's outcome is complete, so a failure part way
         leaves them as they were.
         """
+        record = RawRecord(raw)
         try:
             if isinstance(parsed, Unparsed):
-                result = self._unparsed(raw, source, parsed)
+                result = self._unparsed(record, source, parsed)
             else:
-                result = self._judge(raw, source, parsed)
+                result = self._judge(record, source, parsed)
         except Exception as exc:  # noqa: BLE001 - any failure here is a defect of the referee
             return self.quarantine(raw, source, failure_detail(exc))
         self.tally.count(result)
@@ -280,13 +122,13 @@ class Referee:
 
     # --- records that failed at the edge ------------------------------------------------------
 
-    def _unparsed(self, raw: bytes, source: Source, bad: Unparsed) -> Processed:
+    def _unparsed(self, raw: RawRecord, source: Source, bad: Unparsed) -> Processed:
         fp = fingerprint(raw)
         game_id, seq = bad.game_id, bad.seq
         ledger = self.games.get(game_id) if game_id is not None else None
         took_place = False
         if ledger is not None and seq is not None and game_id is not None:
-            if seq <= ledger.last_seq and _same(ledger.seq_prints.get(seq), fp):
+            if seq <= ledger.last_seq and same_content(ledger.by_seq.get(seq), fp):
                 return Processed(
                     Outcome.DUPLICATE, game_id, seq, bad.event_id, None, fp, took_place=False
                 )
@@ -296,15 +138,15 @@ class Referee:
             Outcome.REJECTED, game_id, seq, bad.event_id, None, fp, took_place, (), rejection
         )
         if took_place and ledger is not None and seq is not None:
-            ledger.take(seq, bad.event_id, Print(fp))
+            ledger.take(seq, bad.event_id, fp)
         return result
 
     # --- valid events ---------------------------------------------------------------------------
 
-    def _judge(self, raw: bytes, source: Source, event: InputEvent) -> Processed:
+    def _judge(self, raw: RawRecord, source: Source, event: InputEvent) -> Processed:
         game_id, seq, event_id = event.game_id, event.seq, event.event_id
         ledger = self.games.get(game_id)
-        if ledger is None or seq != ledger.last_seq + 1 or event_id in ledger.event_prints:
+        if ledger is None or seq != ledger.last_seq + 1 or event_id in ledger.by_event_id:
             return self._judge_unusual(raw, source, event, ledger)
         # The common case, kept short: the next event of a known game, with a fresh event id.
         try:
@@ -319,22 +161,22 @@ class Referee:
             result = Processed(_APPLIED, game_id, seq, event_id, _KIND[type(event)], event, True)  # noqa: FBT003
         ledger.state = state
         ledger.last_seq = seq  # ledger.take, inlined: the event id is known to be fresh
-        ledger.seq_prints[seq] = raw
-        ledger.event_prints[event_id] = raw
+        ledger.by_seq[seq] = raw
+        ledger.by_event_id[event_id] = raw
         return result
 
     def _judge_unusual(
-        self, raw: bytes, source: Source, event: InputEvent, ledger: GameLedger | None
+        self, raw: RawRecord, source: Source, event: InputEvent, ledger: GameLedger | None
     ) -> Processed:
         """Every case but the next event of a known game with a fresh event id."""
         game_id, seq, event_id = event.game_id, event.seq, event.event_id
         expected = 1 if ledger is None else ledger.last_seq + 1
         known = taken = None
         if ledger is not None:
-            known, taken = ledger.event_prints.get(event_id), ledger.seq_prints.get(seq)
+            known, taken = ledger.by_event_id.get(event_id), ledger.by_seq.get(seq)
         if known is not None or taken is not None:
             fp = event_print(event)
-            if _same(known, fp) or _same(taken, fp):
+            if same_content(known, fp) or same_content(taken, fp):
                 kind = _KIND[type(event)]
                 return Processed(
                     Outcome.DUPLICATE, game_id, seq, event_id, kind, event, took_place=False

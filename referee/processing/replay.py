@@ -24,7 +24,8 @@ from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, read_envelope
 from referee.contracts.rejection import FileSource
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import EnvelopeProbe
-from referee.processing.referee import Referee, Tally
+from referee.processing.outcome import Tally
+from referee.processing.referee import Referee
 
 PARALLEL_MIN_BYTES = 4 * 1024 * 1024
 """Logs smaller than this are refereed in one process: forking would cost more than it saves."""

@@ -15,9 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.contracts.rejection import FileSource
 from referee.contracts.verdicts import encode_canonical
-from referee.processing.referee import Tally
+from referee.processing.outcome import Tally
 from referee.processing.replay import PROGRESS_EVERY, ReplayReport, read_log
 from referee.processing.step import InputRecord, ProcessingStep
+from referee.store.step_store import PostgresStepStore
 
 REPLAY_GROUP = "replay"
 
@@ -41,7 +42,10 @@ async def replay_into_store(
     """Referees a log (an absolute path) into the store; returns the report and the lines
     skipped because an earlier run had processed them."""
     step = ProcessingStep(
-        engine, REPLAY_GROUP, max_event_bytes=max_event_bytes, cache_games=cache_games
+        PostgresStepStore(engine),
+        REPLAY_GROUP,
+        max_event_bytes=max_event_bytes,
+        cache_games=cache_games,
     )
     topic = log_topic(log)
     name = str(log)

@@ -13,19 +13,25 @@ import asyncio
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-
-from sqlalchemy.ext.asyncio import AsyncEngine
+from typing import NamedTuple
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed
 from referee.contracts.rejection import Source
 from referee.contracts.state_codec import decode_state, encode_state
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import InputEvent
-from referee.processing.referee import GameLedger, Print, Processed, Referee, failure_detail
-from referee.store import repository
-from referee.store.errors import is_outage
-from referee.store.repository import Rows
+from referee.processing.ledger import Fingerprint, GameLedger
+from referee.processing.outcome import Processed
+from referee.processing.ports import StepStore, StepTransaction
+from referee.processing.referee import Referee, failure_detail
+from referee.store.rows import (
+    DeadLetterRow,
+    GameVersionRow,
+    JournalRow,
+    PositionRow,
+    StepRows,
+    VerdictRow,
+)
 
 log = logging.getLogger("referee.step")
 
@@ -80,13 +86,13 @@ class ProcessingStep:
 
     def __init__(
         self,
-        engine: AsyncEngine,
+        store: StepStore,
         group_id: str,
         *,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         cache_games: int = 100_000,
     ) -> None:
-        self.engine = engine
+        self.store = store
         self.group_id = group_id
         self.referee = Referee(max_event_bytes)
         self.cache_games = cache_games
@@ -116,8 +122,7 @@ class ProcessingStep:
             return await self._read_positions(topic, partitions)
 
     async def _read_positions(self, topic: str, partitions: list[int]) -> dict[int, int]:
-        async with self.engine.connect() as conn:
-            stored = await repository.load_positions(conn, self.group_id, topic, partitions)
+        stored = await self.store.load_positions(self.group_id, topic, partitions)
         for partition in partitions:
             self.positions[topic, partition] = stored.get(partition, -1)
         return stored
@@ -140,7 +145,7 @@ class ProcessingStep:
         except PositionMoved:
             raise
         except Exception as exc:
-            if is_outage(exc):
+            if self.store.is_outage(exc):
                 raise
             failure = exc
         if len(records) == 1:
@@ -161,12 +166,11 @@ class ProcessingStep:
         if record.offset <= self.positions[record.topic, record.partition]:
             result.skipped = 1
             return result
-        async with self.engine.begin() as conn:
-            await self._fence(conn, {(record.topic, record.partition)})
+        async with self.store.transaction() as tx:
+            await self._fence(tx, {(record.topic, record.partition)})
             processed = self.referee.quarantine(record.raw, record.source, detail)
             result.processed = [(record, processed)]
-            rows = self._rows(result.processed, await repository.reserve_journal_ids(conn, 1))
-            await repository.append(conn, rows)
+            await tx.append(self._rows(result.processed, await tx.reserve_journal_ids(1)))
         result.transactions = 1
         self.positions[record.topic, record.partition] = record.offset
         return result
@@ -181,17 +185,16 @@ class ProcessingStep:
         touched = {g for p in parsed if (g := p.game_id) is not None}
         counted = self.referee.tally.copy()
         try:
-            async with self.engine.begin() as conn:
-                await self._fence(conn, {(r.topic, r.partition) for r in fresh})
-                await self._load(conn, parsed, touched)
+            async with self.store.transaction() as tx:
+                await self._fence(tx, {(r.topic, r.partition) for r in fresh})
+                await self._load(tx, parsed, touched)
                 result.processed = [
                     (record, self.referee.apply(record.raw, record.source, event))
                     for record, event in zip(fresh, parsed, strict=True)
                 ]
-                rows = self._rows(
-                    result.processed, await repository.reserve_journal_ids(conn, len(fresh))
+                await tx.append(
+                    self._rows(result.processed, await tx.reserve_journal_ids(len(fresh)))
                 )
-                await repository.append(conn, rows)
         except BaseException:
             self._evict(touched)
             self.referee.tally = counted
@@ -199,10 +202,10 @@ class ProcessingStep:
         result.transactions = 1
         for record in fresh:
             self.positions[record.topic, record.partition] = record.offset
-        self._trim()
+        self._trim(touched)
         return result
 
-    async def _fence(self, conn: Any, partitions: set[tuple[str, int]]) -> None:
+    async def _fence(self, tx: StepTransaction, partitions: set[tuple[str, int]]) -> None:
         """Locks the batch's partitions for this transaction and checks nobody moved them.
 
         After a rebalance, the old owner may still be committing a batch of a partition the
@@ -210,7 +213,7 @@ class ProcessingStep:
         give up and re-seek, so no record is ever processed twice.
         """
         for topic, partition in sorted(partitions):
-            stored = await repository.lock_position(conn, self.group_id, topic, partition)
+            stored = await tx.lock_position(self.group_id, topic, partition)
             expected = self.positions[topic, partition]
             if stored != expected:
                 self.positions[topic, partition] = stored
@@ -225,11 +228,11 @@ class ProcessingStep:
             await self._read_positions(topic, sorted(set(partitions)))
 
     async def _load(
-        self, conn: Any, parsed: list[InputEvent | Unparsed], touched: set[str]
+        self, tx: StepTransaction, parsed: list[InputEvent | Unparsed], touched: set[str]
     ) -> None:
         games = self.referee.games
         absent = sorted(g for g in touched if g not in games)
-        for stored in await repository.load_games(conn, absent):
+        for stored in await tx.load_games(absent):
             games[stored.game_id] = GameLedger(
                 decode_state(stored.state), stored.last_seq, complete=False
             )
@@ -243,18 +246,12 @@ class ProcessingStep:
                 seqs.append((p.game_id, p.seq))
             if p.event_id is not None:
                 event_ids.append((p.game_id, p.event_id))
-        for row in await repository.load_prints(conn, seqs, event_ids):
+        for row in await tx.load_prints(seqs, event_ids):
             ledger = games[row.game_id]
-            ledger.seq_prints[row.seq] = Print(row.fingerprint)
-            if row.event_id is not None:
-                ledger.event_prints.setdefault(row.event_id, Print(row.fingerprint))
-        for g in touched:
-            if g in games:
-                self._recency[g] = None
-                self._recency.move_to_end(g)
+            ledger.remember(row.seq, row.event_id, Fingerprint(row.fingerprint))
 
-    def _rows(self, processed: list[tuple[InputRecord, Processed]], ids: list[int]) -> Rows:
-        rows = Rows([], [], [], [], [])
+    def _rows(self, processed: list[tuple[InputRecord, Processed]], ids: list[int]) -> StepRows:
+        rows = StepRows()
         last_of_game: dict[str, int] = {}
         last_of_partition: dict[tuple[str, int], tuple[int, int]] = {}
         games = self.referee.games
@@ -263,7 +260,7 @@ class ProcessingStep:
             rejection = p.rejection
             fp = p.fingerprint
             rows.journal.append(
-                (
+                JournalRow(
                     journal_id,
                     record.topic,
                     record.partition,
@@ -285,10 +282,10 @@ class ProcessingStep:
                 games[p.game_id].settle(p.seq, p.event_id, record.raw, fp)
             for v in p.verdicts:
                 rows.verdicts.append(
-                    (
+                    VerdictRow(
                         v.verdict_id,
                         v.game_id,
-                        v.__struct_config__.tag,
+                        v.__struct_config__.tag,  # type: ignore[arg-type]
                         v.cause_seq,
                         journal_id,
                         encode_canonical(v).decode(),
@@ -296,7 +293,7 @@ class ProcessingStep:
                 )
             if rejection is not None:
                 rows.dead_letters.append(
-                    (
+                    DeadLetterRow(
                         journal_id,
                         record.key if record.key is not None else _key_of(p.game_id),
                         rejection.reason.value,
@@ -307,10 +304,12 @@ class ProcessingStep:
         for game_id, journal_id in last_of_game.items():
             ledger = games[game_id]
             rows.versions.append(
-                (game_id, ledger.last_seq, encode_state(ledger.state).decode(), journal_id)
+                GameVersionRow(
+                    game_id, ledger.last_seq, encode_state(ledger.state).decode(), journal_id
+                )
             )
         for (topic, partition), (offset, journal_id) in last_of_partition.items():
-            rows.positions.append((self.group_id, topic, partition, offset, journal_id))
+            rows.positions.append(PositionRow(self.group_id, topic, partition, offset, journal_id))
         return rows
 
     def _evict(self, game_ids: set[str]) -> None:
@@ -318,8 +317,15 @@ class ProcessingStep:
             self.referee.games.pop(g, None)
             self._recency.pop(g, None)
 
-    def _trim(self) -> None:
+    def _trim(self, touched: set[str]) -> None:
+        """Marks the games of a committed batch most recent (those it started included), then
+        drops the least recent beyond the bound."""
         games = self.referee.games
-        while len(self._recency) > self.cache_games:
-            oldest, _ = self._recency.popitem(last=False)
+        recency = self._recency
+        for g in touched:
+            if g in games:
+                recency[g] = None
+                recency.move_to_end(g)
+        while len(recency) > self.cache_games:
+            oldest, _ = recency.popitem(last=False)
             games.pop(oldest, None)

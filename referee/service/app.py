@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.structs import ConsumerRecord
 from faststream import AckPolicy, FastStream
 from faststream.kafka import KafkaBroker
@@ -29,10 +29,13 @@ from referee.contracts.rejection import KafkaSource
 from referee.processing.step import InputRecord, PositionMoved, ProcessingStep
 from referee.service.http import OpsServer
 from referee.service.metrics import Metrics
-from referee.service.relay import Outbox, OutboxRelay, TopicTails
+from referee.service.relay import MakeProducer, Outbox, OutboxRelay, TopicTails
 from referee.service.settings import Settings
+from referee.store.step_store import PostgresStepStore
 
 log = logging.getLogger("referee.serve")
+
+RELAY_STOP_SECONDS = 15.0
 
 
 def kafka_security(settings: Settings) -> BaseSecurity | None:
@@ -64,7 +67,7 @@ def kafka_security(settings: Settings) -> BaseSecurity | None:
 
 
 def consumer_options(settings: Settings, security: BaseSecurity | None) -> dict[str, Any]:
-    """Returns aiokafka connection options matching the broker's (for the tail reader)."""
+    """Returns aiokafka connection options matching the broker's (tail reader, relay)."""
     options: dict[str, Any] = {"bootstrap_servers": settings.kafka_bootstrap_servers}
     if security is None:
         return options
@@ -77,6 +80,22 @@ def consumer_options(settings: Settings, security: BaseSecurity | None) -> dict[
         options["sasl_plain_username"] = settings.kafka_sasl_username
         options["sasl_plain_password"] = settings.kafka_sasl_password
     return options
+
+
+def relay_producer(settings: Settings, security: BaseSecurity | None) -> MakeProducer:
+    """Returns a maker of the relay's transactional producers (one per leadership term)."""
+    options = consumer_options(settings, security)
+
+    def make() -> AIOKafkaProducer:
+        return AIOKafkaProducer(
+            transactional_id=settings.relay_transactional_id,
+            acks="all",
+            linger_ms=5,
+            client_id="referee-relay",
+            **options,
+        )
+
+    return make
 
 
 @dataclass(slots=True)
@@ -187,52 +206,41 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         settings.kafka_bootstrap_servers,
         logger=logging.getLogger("referee.kafka"),
         log_level=logging.DEBUG,
-        enable_idempotence=True,
-        acks="all",
-        linger_ms=5,
         security=security,
         graceful_timeout=30.0,
         client_id="referee",
     )
     metrics = Metrics()
     step = ProcessingStep(
-        engine,
+        PostgresStepStore(engine),
         settings.group_id,
         max_event_bytes=settings.max_event_bytes,
         cache_games=settings.cache_games,
     )
-    verdict_publisher = broker.publisher(
+    # The publishers describe the output topics in the AsyncAPI document; the relay publishes
+    # through its own transactional producer (relay_producer), not through them.
+    broker.publisher(
         settings.verdict_topic,
         title="domino.referee-verdicts",
         description="Verdicts (FoulRecorded, BlockDeclared, RoundScored, GameWon), keyed by "
-        "game id, in outbox order. Header outbox-position: the verdict's outbox position.",
+        "game id, in outbox order, in Kafka transactions: read with "
+        "isolation.level=read_committed. Header outbox-position: the verdict's outbox position.",
     )
-    dlq_publisher = broker.publisher(
+    broker.publisher(
         settings.dlq_topic,
         title="domino.game-events.dlq",
         description="EventRejected for every input that could not be judged, keyed by the "
-        "input key.",
+        "input key, in Kafka transactions: read with isolation.level=read_committed.",
     )
-    publishers = {settings.verdict_topic: verdict_publisher, settings.dlq_topic: dlq_publisher}
-
-    async def publish(
-        topic: str, value: bytes, key: bytes | None, partition: int, headers: dict[str, str]
-    ) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = await publishers[topic].publish(
-            value, key=key, partition=partition, headers=headers, no_confirm=True
-        )
-        return future
-
     relay = OutboxRelay(
         engine,
         [
             Outbox("verdicts", settings.verdict_topic, "game_id"),
             Outbox("dead_letters", settings.dlq_topic, "key"),
         ],
-        publish,
+        relay_producer(settings, security),
         TopicTails(consumer_options(settings, security)),
         metrics,
-        flush=verdict_publisher.flush,
     )
     service = Service(settings, engine, broker, step, relay, metrics)
     service.ops = OpsServer(settings.http_host, settings.http_port, metrics, service.readiness)
@@ -278,6 +286,10 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
     @app.on_shutdown
     async def stop_everything() -> None:
         service.stopping.set()
+        # The relay ends its term between two pumps: the transaction in hand commits
+        # before the lock goes (cancelled later, it aborts instead).
+        if service.tasks:
+            await asyncio.wait(service.tasks[:1], timeout=RELAY_STOP_SECONDS)
         for task in service.tasks:
             task.cancel()
         for task in service.tasks:

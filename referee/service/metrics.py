@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from referee.domain.errors import RejectionReason
-from referee.processing.referee import Outcome, Processed
+from referee.processing.outcome import Outcome, Processed
 
 
 class Metrics:
@@ -59,6 +59,12 @@ class Metrics:
             "referee_published",
             "Messages published by the relay, by topic.",
             ["topic"],
+            registry=r,
+        )
+        self.relay_transactions = Counter(
+            "referee_relay_transactions",
+            "Kafka transactions of the relay, by outcome (committed or aborted).",
+            ["outcome"],
             registry=r,
         )
         self.consumer_lag = Gauge(

@@ -1,11 +1,14 @@
-"""The relay: outbox rows to their topics, in order, each exactly once in the normal course.
+"""The relay: outbox rows to their topics, in order, each exactly once for read_committed readers.
 
-One relay leads at a time across all instances (a PostgreSQL session lock). On taking the
-lead it reads the last records of every partition of each output topic: their
+One relay leads at a time across all instances (a PostgreSQL session lock). It publishes
+through a Kafka transactional producer whose ``transactional_id`` every instance shares: on
+taking the lead it starts a fresh producer, and the broker's init of that id fences the
+previous leader (its open transaction is aborted, its later sends and commits fail). Only then
+does it read the last committed records of every partition of each output topic: their
 ``outbox-position`` header tells how far that partition got, so the relay resumes after it
-and publishes nothing twice. It publishes with an idempotent producer, explicitly choosing
-each record's partition (Kafka's murmur2 partitioner on the key), so a partition's records
-are a prefix of the outbox in position order.
+and publishes nothing twice. Each pump of rows is one transaction. It chooses each record's
+partition itself (Kafka's murmur2 partitioner on the key), so the committed records of a
+partition are a prefix of the outbox in position order.
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import ProducerFenced
 from aiokafka.partitioner import murmur2
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -29,12 +34,45 @@ log = logging.getLogger("referee.relay")
 
 POSITION_HEADER = "outbox-position"
 RELAY_LOCK = 0x5245_4C41_59  # "RELAY"
+APPLICATION_NAME = "referee-relay"
 TAIL_WINDOW = 50
+TAIL_STALL_SECONDS = 10.0
+START_SECONDS = 60.0
+CLOSE_SECONDS = 15.0
 
-Publish = Callable[
-    [str, bytes, bytes | None, int, dict[str, str]], Awaitable["asyncio.Future[Any]"]
-]
-"""(topic, value, key, partition, headers) -> a future settled when the broker has it."""
+
+class TransactionalProducer(Protocol):
+    """What the relay needs of ``aiokafka.AIOKafkaProducer`` with a ``transactional_id``."""
+
+    async def start(self) -> None:
+        """Connects and initialises the transactional id (fencing its earlier holders)."""
+
+    async def stop(self) -> None:
+        """Flushes and closes the connections."""
+
+    async def begin_transaction(self) -> None:
+        """Opens a transaction."""
+
+    async def commit_transaction(self) -> None:
+        """Commits the open transaction."""
+
+    async def abort_transaction(self) -> None:
+        """Aborts the open transaction."""
+
+    async def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> asyncio.Future[Any]:
+        """Queues a record; returns a future settled when the broker has it."""
+
+
+MakeProducer = Callable[[], TransactionalProducer]
+"""Returns a new, unstarted transactional producer (always the same transactional id)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +100,19 @@ class _Progress:
 
 
 class TopicTails:
-    """Reads the outbox position of the last records of each partition of a topic."""
+    """Reads the outbox position of the last committed records of each partition of a topic."""
 
     def __init__(self, consumer_options: dict[str, Any]) -> None:
         self.options = consumer_options
 
     async def read(self, topic: str) -> tuple[int, dict[int, int]]:
-        """Returns (partition count, last outbox position per partition that has one)."""
+        """Returns (partition count, last committed outbox position per partition that has one).
+
+        Reads ``read_committed``: the end offsets are then the last stable offsets, and
+        records of aborted transactions are skipped. Those can fill a partition's tail (an
+        aborted pump leaves up to a batch of them, and every commit leaves a marker that
+        takes an offset), so the window grows backwards until a committed record is found.
+        """
         ids = await partition_ids(self.options, topic)
         consumer = AIOKafkaConsumer(
             enable_auto_commit=False,
@@ -82,23 +126,54 @@ class TopicTails:
             consumer.assign(tps)
             ends: dict[TopicPartition, int] = await consumer.end_offsets(tps)
             last: dict[int, int] = {}
-            pending = {tp for tp in tps if ends[tp] > 0}
-            for tp in pending:
-                consumer.seek(tp, max(0, ends[tp] - TAIL_WINDOW))
-            while pending:
-                batch = await consumer.getmany(*pending, timeout_ms=2000)
-                if not batch:
-                    raise RuntimeError(f"could not read the tail of {topic!r}")
-                for tp, records in batch.items():
-                    for r in records:
-                        position = _header(r.headers)
-                        if position is not None:
-                            last[tp.partition] = max(last.get(tp.partition, 0), position)
-                    if records and records[-1].offset >= ends[tp] - 1:
-                        pending.discard(tp)
+            window = TAIL_WINDOW
+            spans = {tp: (max(0, ends[tp] - window), ends[tp]) for tp in tps if ends[tp] > 0}
+            while spans:
+                found = await _read_spans(consumer, topic, spans)
+                last.update(found)
+                window *= 8
+                spans = {
+                    tp: (max(0, start - window), start)
+                    for tp, (start, _) in spans.items()
+                    if tp.partition not in found and start > 0
+                }
             return len(tps), last
         finally:
             await consumer.stop()
+
+
+async def _read_spans(
+    consumer: AIOKafkaConsumer, topic: str, spans: dict[TopicPartition, tuple[int, int]]
+) -> dict[int, int]:
+    """Reads [start, stop) of each partition; returns the highest position header of each."""
+    found: dict[int, int] = {}
+    consumer.resume(*spans)
+    for tp, (start, _) in spans.items():
+        consumer.seek(tp, start)
+    pending = set(spans)
+    positions = {tp: spans[tp][0] for tp in pending}
+    moved_at = time.monotonic()
+    while pending:
+        batch = await consumer.getmany(*pending, timeout_ms=200)
+        for tp, records in batch.items():
+            stop = spans[tp][1]
+            for r in records:
+                position = _header(r.headers) if r.offset < stop else None
+                if position is not None:
+                    found[tp.partition] = max(found.get(tp.partition, 0), position)
+        for tp in list(pending):
+            # the position moves past aborted batches and commit markers too, which
+            # getmany never returns: it, not the records, says the span is read
+            now_at = await consumer.position(tp)
+            if now_at != positions[tp]:
+                positions[tp] = now_at
+                moved_at = time.monotonic()
+            if now_at >= spans[tp][1]:
+                pending.discard(tp)
+                consumer.pause(tp)
+        if pending and time.monotonic() - moved_at > TAIL_STALL_SECONDS:
+            raise RuntimeError(f"could not read the tail of {topic!r}")
+    return found
 
 
 async def partition_ids(options: dict[str, Any], topic: str) -> list[int]:
@@ -129,25 +204,24 @@ class OutboxRelay:
         self,
         engine: AsyncEngine,
         outboxes: list[Outbox],
-        publish: Publish,
+        make_producer: MakeProducer,
         tails: TopicTails,
         metrics: Metrics,
         *,
         batch: int = 2000,
         poll_seconds: float = 0.05,
         checkpoint_every: int = 5000,
-        flush: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.engine = engine
         self.outboxes = outboxes
-        self.publish = publish
+        self.make_producer = make_producer
         self.tails = tails
         self.metrics = metrics
         self.batch = batch
         self.poll_seconds = poll_seconds
         self.checkpoint_every = checkpoint_every
-        self.flush = flush
         self.leading = False
+        self.in_transaction = False
         self.wake = asyncio.Event()
 
     async def run(self, stopping: asyncio.Event) -> None:
@@ -157,6 +231,13 @@ class OutboxRelay:
             try:
                 await self._try_to_lead(stopping)
                 backoff = 0.5
+            except ProducerFenced:
+                log.warning(
+                    "relay fenced: a newer leader initialised the transactional id",
+                    extra={"retry_in_seconds": backoff},
+                )
+                await _sleep_unless(stopping, backoff)
+                backoff = min(backoff * 2, 10.0)
             except Exception:
                 log.exception("relay failed; retrying", extra={"retry_in_seconds": backoff})
                 await _sleep_unless(stopping, backoff)
@@ -172,26 +253,43 @@ class OutboxRelay:
                 await _sleep_unless(stopping, 1.0)
                 return
             self.leading = True
-            log.info("relay leads: publishing the outboxes")
+            # A fresh producer every term: a fenced or failed one cannot be reused.
+            producer = self.make_producer()
             try:
-                await self._lead(conn, stopping)
+                await _name_session(conn, APPLICATION_NAME)
+                # Fences the previous leader: the broker aborts its open transaction (or
+                # waits for its commit to complete) before the init returns, so the tails
+                # read next hold every record that will ever be committed before ours.
+                await asyncio.wait_for(producer.start(), START_SECONDS)
+                log.info("relay leads: publishing the outboxes")
+                await self._lead(conn, producer, stopping)
             finally:
                 self.leading = False
-                # Hand over only what is on the broker: a new leader reads the tails, so
-                # records still in the producer's buffers must land before the lock goes.
-                if self.flush is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.wait_for(self.flush(), 15)
+                # Leave no transaction open behind the lock: a successor's init would
+                # abort it anyway, but until then it holds back read_committed readers.
+                await self._close(producer)
                 with contextlib.suppress(Exception):
                     await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": RELAY_LOCK})
+                    await _name_session(conn, "")
                     await conn.commit()
 
-    async def _lead(self, conn: AsyncConnection, stopping: asyncio.Event) -> None:
+    async def _close(self, producer: TransactionalProducer) -> None:
+        if self.in_transaction:
+            self.in_transaction = False
+            self.metrics.relay_transactions.labels("aborted").inc()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(producer.abort_transaction(), CLOSE_SECONDS)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(producer.stop(), CLOSE_SECONDS)
+
+    async def _lead(
+        self, conn: AsyncConnection, producer: TransactionalProducer, stopping: asyncio.Event
+    ) -> None:
         progress = {o.name: await self._resume(conn, o) for o in self.outboxes}
         while not stopping.is_set():
             moved = 0
             for outbox in self.outboxes:
-                moved += await self._pump(conn, outbox, progress[outbox.name])
+                moved += await self._pump(conn, producer, outbox, progress[outbox.name])
             if not moved:
                 await self._checkpoint(conn, progress, force=True)
                 self.wake.clear()
@@ -199,6 +297,7 @@ class OutboxRelay:
                     await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
             else:
                 await self._checkpoint(conn, progress, force=False)
+        await self._checkpoint(conn, progress, force=True)
 
     async def _resume(self, conn: AsyncConnection, outbox: Outbox) -> _Progress:
         checkpoint = (
@@ -216,7 +315,13 @@ class OutboxRelay:
         )
         return _Progress(partitions, cursor, dict(last))
 
-    async def _pump(self, conn: AsyncConnection, outbox: Outbox, state: _Progress) -> int:
+    async def _pump(
+        self,
+        conn: AsyncConnection,
+        producer: TransactionalProducer,
+        outbox: Outbox,
+        state: _Progress,
+    ) -> int:
         rows = (
             await conn.execute(
                 text(
@@ -230,26 +335,38 @@ class OutboxRelay:
         if not rows:
             self.metrics.relay_lag.labels(outbox.name).set(0)
             return 0
-        sent: list[tuple[int, int, asyncio.Future[Any]]] = []
+        todo: list[tuple[int, int, bytes | None, bytes]] = []
         for position, key, body in rows:
             key_bytes = key if key is None or isinstance(key, bytes) else str(key).encode()
             partition = partition_for(key_bytes, state.partitions, position)
             if position <= state.last.get(partition, 0):
                 continue  # already on the topic (found in its tail on resume)
-            future = await self.publish(
-                outbox.topic,
-                str(body).encode(),
-                key_bytes,
-                partition,
-                {POSITION_HEADER: str(position)},
-            )
-            sent.append((partition, position, future))
-        await asyncio.gather(*(f for _, _, f in sent))
-        for partition, position, _ in sent:
+            todo.append((partition, position, key_bytes, str(body).encode()))
+        if todo:
+            await producer.begin_transaction()
+            self.in_transaction = True
+            futures = []
+            for partition, position, key_bytes, body in todo:
+                future = await producer.send(
+                    outbox.topic,
+                    body,
+                    key=key_bytes,
+                    partition=partition,
+                    headers=[(POSITION_HEADER, str(position).encode())],
+                )
+                future.add_done_callback(_retrieved)
+                futures.append(future)
+            # Every record must be on the broker before the commit: a commit after a
+            # failed send would make the rest visible with a gap in the outbox.
+            await asyncio.gather(*futures)
+            await producer.commit_transaction()
+            self.in_transaction = False
+            self.metrics.relay_transactions.labels("committed").inc()
+        for partition, position, _, _ in todo:
             state.last[partition] = max(state.last.get(partition, 0), position)
         state.cursor = int(rows[-1][0])
         state.since_checkpoint += len(rows)
-        self.metrics.published.labels(outbox.topic).inc(len(sent))
+        self.metrics.published.labels(outbox.topic).inc(len(todo))
         return len(rows)
 
     async def _checkpoint(
@@ -287,6 +404,18 @@ class OutboxRelay:
                 ).scalar()
                 out[o.name] = int(n or 0)
             return out
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    # a failed pump raises its first error; the others would be logged as never retrieved
+    if not future.cancelled():
+        future.exception()
+
+
+async def _name_session(conn: AsyncConnection, name: str) -> None:
+    # so an operator (or a test) finds the leader's session in pg_stat_activity
+    await conn.execute(text("SELECT set_config('application_name', :n, false)"), {"n": name})
+    await conn.commit()
 
 
 async def _sleep_unless(stopping: asyncio.Event, seconds: float) -> None:

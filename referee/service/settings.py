@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -15,7 +15,7 @@ class Settings(BaseSettings):
         default="",
         description="SQLAlchemy URL of PostgreSQL, e.g. "
         "postgresql+asyncpg://referee:pw@db/referee. "
-        "Empty means the embedded PostgreSQL (pgserver) under data_dir.",
+        "Empty means the embedded PostgreSQL (pgserver, the 'embedded' extra) under data_dir.",
     )
     data_dir: str = Field(default=".referee", description="Where the embedded PostgreSQL lives.")
     db_pool_size: int = Field(default=5, ge=1, description="Connections kept in the pool.")
@@ -42,6 +42,19 @@ class Settings(BaseSettings):
         default="domino.game-events.dlq", description="Topic of rejected input (EventRejected)."
     )
     group_id: str = Field(default="referee", description="Kafka consumer group id.")
+    relay_transactional_id: str = Field(
+        default="",
+        description="transactional.id of the relay's Kafka producer, the same on every "
+        "instance of a deployment (a new leader's producer fences the previous one with it). "
+        "Empty means referee-relay.<group_id>.",
+    )
+
+    @model_validator(mode="after")
+    def _derive_transactional_id(self) -> Settings:
+        if not self.relay_transactional_id:
+            self.relay_transactional_id = f"referee-relay.{self.group_id}"
+        return self
+
     kafka_session_timeout_ms: int = Field(
         default=10_000,
         ge=1000,
@@ -61,3 +74,9 @@ class Settings(BaseSettings):
     http_host: str = Field(default="0.0.0.0", description="Address of /healthz, /readyz, /metrics.")  # noqa: S104
     http_port: int = Field(default=8080, description="Port of /healthz, /readyz and /metrics.")
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
+    ready_requires_partition: bool = Field(
+        default=True,
+        description="Whether /readyz also needs at least one input partition assigned to this "
+        "instance. Turn it off where instances can outnumber the partitions (autoscaling, a "
+        "surge pod in a rolling update): an instance with no partition is healthy but idle.",
+    )

@@ -7,7 +7,22 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+_PACKAGE = Path(__file__).resolve().parents[1]
+MIGRATIONS = (
+    _PACKAGE / "_data" / "migrations"  # an installed wheel carries them (pyproject.toml)
+    if (_PACKAGE / "_data" / "migrations").is_dir()
+    else _PACKAGE.parent / "migrations"  # the source tree
+)
+"""The Alembic migrations: in the installed package, or in the source tree."""
+
+EMBEDDED_MISSING = (
+    "the embedded PostgreSQL needs the 'embedded' extra: pip install 'referee[embedded]' "
+    "(or set REFEREE_DATABASE_URL to a PostgreSQL server)"
+)
+
+
+class EmbeddedPostgresMissingError(RuntimeError):
+    """The embedded PostgreSQL was asked for, but the optional ``pgserver`` is not installed."""
 
 
 def async_url(url: str) -> str:
@@ -31,9 +46,14 @@ def embedded_url(data_dir: Path) -> str:
     """Starts (or reuses) the embedded PostgreSQL under ``data_dir``; returns its URL.
 
     The server is PyPI's ``pgserver``: real PostgreSQL binaries shipped in a wheel, listening
-    on a Unix socket in the data directory. It stops when this process exits.
+    on a Unix socket in the data directory. It stops when this process exits. It is the
+    optional extra ``referee[embedded]`` (34 MB of binaries the service image does without):
+    without it this raises :class:`EmbeddedPostgresMissingError` with one line that says so.
     """
-    import pgserver  # type: ignore[import-untyped,unused-ignore]
+    try:
+        import pgserver  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        raise EmbeddedPostgresMissingError(EMBEDDED_MISSING) from None
 
     pgdata = (data_dir / "pgdata").resolve()
     pgdata.mkdir(parents=True, exist_ok=True)

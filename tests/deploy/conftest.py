@@ -1,9 +1,11 @@
-"""Fixtures of the deployment tests: a Helm renderer.
+"""Fixtures of the deployment tests: a Helm renderer and promtool.
 
 The Helm binary is ``$HELM_BIN`` or ``.cache/helm/helm`` (built by
-``scripts/install-helm.sh``). Without it the Helm tests are skipped on a
-developer's machine and *fail* when ``CI`` is set, so CI can never go green
-without rendering the chart.
+``scripts/install-helm.sh``), promtool ``$PROMTOOL_BIN`` or
+``.cache/promtool/promtool`` (``scripts/install-promtool.sh``). Without them
+their tests are skipped on a developer's machine and *fail* when ``CI`` is
+set, so CI can never go green without rendering the chart and checking its
+rules.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deploy_helpers import CI_VALUES, Renderer, helm_binary, render_chart
+from deploy_helpers import CI_VALUES, Renderer, helm_binary, promtool_binary, render_chart
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +25,20 @@ def helm() -> Path:
         message = (
             "no Helm binary: set HELM_BIN or run scripts/install-helm.sh "
             "(builds .cache/helm/helm with `go install`)"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message + " -- CI is set, so this is an error, not a skip")
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def promtool() -> Path:
+    path = promtool_binary()
+    if path is None:
+        message = (
+            "no promtool: set PROMTOOL_BIN or run scripts/install-promtool.sh "
+            "(builds .cache/promtool/promtool with `go install`)"
         )
         if os.environ.get("CI"):
             pytest.fail(message + " -- CI is set, so this is an error, not a skip")

@@ -35,6 +35,13 @@ def helm_binary() -> Path | None:
     return path if path.is_file() and os.access(path, os.X_OK) else None
 
 
+def promtool_binary() -> Path | None:
+    """``$PROMTOOL_BIN`` or ``.cache/promtool/promtool`` (scripts/install-promtool.sh)."""
+    candidate = os.environ.get("PROMTOOL_BIN") or str(ROOT / ".cache" / "promtool" / "promtool")
+    path = Path(candidate)
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
 class HelmError(RuntimeError):
     """``helm template`` exited non-zero; the message is its stderr."""
 
@@ -42,7 +49,10 @@ class HelmError(RuntimeError):
 def render_chart(
     helm: Path, *values_files: Path, set_values: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:
-    """``helm template`` the chart; returns the non-empty documents."""
+    """``helm template`` the chart; returns the non-empty documents.
+
+    ``set_values`` go in as ``--set`` (typed: "8" is a number, "true" a boolean).
+    """
     cmd = [
         str(helm),
         "template",
@@ -61,6 +71,23 @@ def render_chart(
     if proc.returncode != 0:
         raise HelmError(proc.stderr.strip())
     return [doc for doc in yaml.safe_load_all(proc.stdout) if doc]
+
+
+def pod_labels(docs: list[dict[str, Any]], kind: str) -> dict[str, str]:
+    """Labels of the pod template of the one ``kind`` (Deployment or Job) in ``docs``."""
+    (doc,) = (d for d in docs if d["kind"] == kind)
+    labels: dict[str, str] = doc["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def settings_configmap(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ConfigMap the consumer pods read with envFrom (not the dashboard's)."""
+    (deployment,) = (d for d in docs if d["kind"] == "Deployment")
+    name = deployment["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["configMapRef"]
+    (found,) = (
+        d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == name["name"]
+    )
+    return found
 
 
 def containers(doc: dict[str, Any]) -> list[dict[str, Any]]:

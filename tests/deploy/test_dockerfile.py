@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 
 from deploy_helpers import DOCKERFILE, ROOT
 
@@ -70,9 +71,52 @@ def test_entrypoint_and_healthcheck() -> None:
     assert json.loads(steps["ENTRYPOINT"]) == ["referee"]
     assert json.loads(steps["CMD"]) == ["serve"]
     health = steps["HEALTHCHECK"]
-    assert "/healthz" in health
+    # /livez fails when the consumer loop or the relay is stuck; /healthz never does
+    assert "/livez" in health
+    assert "/healthz" not in health
     assert "urllib" in health
     assert "curl" not in health
+
+
+def labels() -> dict[str, str]:
+    """The final stage's LABELs, with ${ARG} references left as written."""
+    found: dict[str, str] = {}
+    for keyword, rest in instructions():
+        if keyword == "LABEL":
+            found.update(re.findall(r'([\w.-]+)="([^"]*)"', rest))
+    return found
+
+
+def test_oci_labels_come_from_build_args() -> None:
+    found = labels()
+    for key, value in {
+        "org.opencontainers.image.version": "${VERSION}",
+        "org.opencontainers.image.revision": "${REVISION}",
+        "org.opencontainers.image.source": "${SOURCE}",
+        "org.opencontainers.image.created": "${CREATED}",
+        "org.opencontainers.image.licenses": "MIT",
+    }.items():
+        assert found.get(key) == value, (key, found.get(key))
+    for key in ("title", "description", "url", "vendor", "authors", "base.name"):
+        assert found.get(f"org.opencontainers.image.{key}"), key
+    defaults = args_defaults()
+    assert {"VERSION", "REVISION", "SOURCE", "CREATED"} <= set(defaults)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert defaults["VERSION"] == project["version"], "ARG VERSION default != pyproject version"
+    assert project["license"] == found["org.opencontainers.image.licenses"]
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert "LICENSE" in project["license-files"]
+
+
+def test_the_image_leaves_the_embedded_extra_out() -> None:
+    """pgserver (34 MB of PostgreSQL binaries) is the `embedded` extra; no uv sync installs it."""
+    syncs = [rest for keyword, rest in instructions() if keyword == "RUN" and "uv sync" in rest]
+    assert syncs
+    for sync in syncs:
+        assert "--extra" not in sync, sync
+        assert "--all-extras" not in sync, sync
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(dep.startswith("pgserver") for dep in project["dependencies"])
 
 
 def test_dockerignore_keeps_the_context_small() -> None:

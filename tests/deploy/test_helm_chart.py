@@ -2,13 +2,15 @@
 
 Built-in kinds are validated with kubernetes-validate (strict) against
 Kubernetes KUBE_VERSION; the custom resources (ServiceMonitor, ScaledObject,
-TriggerAuthentication) against the partial schemas in tests/deploy/schemas.
+TriggerAuthentication, PrometheusRule) against the partial schemas in
+tests/deploy/schemas.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from deploy_helpers import (
     HelmError,
     Renderer,
     containers,
+    settings_configmap,
 )
 
 DEFAULT = CHART / "ci" / "default-values.yaml"
@@ -35,6 +38,7 @@ CRD_SCHEMAS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"): "servicemonitor.schema.json",
     ("keda.sh/v1alpha1", "ScaledObject"): "scaledobject.schema.json",
     ("keda.sh/v1alpha1", "TriggerAuthentication"): "triggerauthentication.schema.json",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): "prometheusrule.schema.json",
 }
 
 
@@ -107,10 +111,17 @@ def test_default_render_has_the_core_objects(render: Renderer) -> None:
 
 
 def test_all_features_render_has_the_optional_objects(render: Renderer) -> None:
-    kinds = {d["kind"] for d in render(ALL)}
-    assert {"ScaledObject", "TriggerAuthentication", "ServiceMonitor", "PodDisruptionBudget"} <= (
-        kinds
-    )
+    docs = render(ALL)
+    kinds = {d["kind"] for d in docs}
+    assert {
+        "ScaledObject",
+        "TriggerAuthentication",
+        "ServiceMonitor",
+        "PodDisruptionBudget",
+        "NetworkPolicy",
+        "PrometheusRule",
+    } <= kinds
+    assert len(by_kind(docs, "ConfigMap")) == 2  # settings + dashboard
     assert "Secret" not in kinds  # existingSecret
     assert "HorizontalPodAutoscaler" in {d["kind"] for d in render(HPA)}
 
@@ -146,11 +157,13 @@ def test_probes_and_metrics_port(render: Renderer) -> None:
     docs = render(DEFAULT)
     container = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert container["args"] == ["serve"]
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    # /livez fails when the consumer loop or the relay is stuck; /healthz never does,
+    # so it only gates the start (startupProbe)
+    assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
     port = next(p for p in container["ports"] if p["name"] == "http")
-    config = one(docs, "ConfigMap")["data"]
+    config = settings_configmap(docs)["data"]
     assert str(port["containerPort"]) == config["REFEREE_HTTP_PORT"]
     service = one(docs, "Service")
     assert service["spec"]["ports"][0]["targetPort"] == "http"
@@ -158,10 +171,10 @@ def test_probes_and_metrics_port(render: Renderer) -> None:
 
 def test_secrets_stay_out_of_the_configmap(render: Renderer) -> None:
     docs = render(HPA)
-    config = one(docs, "ConfigMap")["data"]
+    config = settings_configmap(docs)["data"]
     for secret_name in ("REFEREE_DATABASE_URL", "REFEREE_KAFKA_SASL_PASSWORD"):
         assert secret_name not in config
-    assert "s3cret" not in yaml.safe_dump(one(docs, "ConfigMap"))
+    assert "s3cret" not in yaml.safe_dump(settings_configmap(docs))
     env = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"]
     refs = {e["name"]: e["valueFrom"]["secretKeyRef"]["name"] for e in env}
     assert refs == {
@@ -229,7 +242,7 @@ def test_keda_scales_on_the_input_topic_lag(render: Renderer) -> None:
     assert scaled["spec"]["scaleTargetRef"]["name"] == one(docs, "Deployment")["metadata"]["name"]
     trigger = scaled["spec"]["triggers"][0]
     assert trigger["type"] == "kafka"
-    config = one(docs, "ConfigMap")["data"]
+    config = settings_configmap(docs)["data"]
     assert trigger["metadata"]["consumerGroup"] == config["REFEREE_GROUP_ID"]
     assert trigger["metadata"]["topic"] == config["REFEREE_INPUT_TOPIC"]
     assert trigger["metadata"]["bootstrapServers"] == config["REFEREE_KAFKA_BOOTSTRAP_SERVERS"]
@@ -248,7 +261,7 @@ def test_keda_scales_on_the_input_topic_lag(render: Renderer) -> None:
         (ALL, {"keda.maxReplicaCount": "9"}, "keda.maxReplicaCount (9) exceeds"),
         (ALL, {"autoscaling.enabled": "true"}, "mutually exclusive"),
         (DEFAULT, {"database.url": ""}, "set database.url"),
-        (DEFAULT, {"kafka.securityProtocol": "SASL"}, "kafka.securityProtocol must be"),
+        (DEFAULT, {"kafka.securityProtocol": "SASL"}, "at '/kafka/securityProtocol'"),
         (DEFAULT, {"kafka.securityProtocol": "SASL_SSL"}, "needs kafka.sasl.mechanism"),
         (DEFAULT, {"kafka.ssl.caSecret": "ca"}, "not SSL or SASL_SSL"),
     ],
@@ -258,6 +271,31 @@ def test_bad_values_fail_the_render(
 ) -> None:
     with pytest.raises(HelmError, match=re.escape(message)):
         render(values, **overrides)
+
+
+def test_the_template_guards_hold_without_the_values_schema(helm: Path) -> None:
+    """`helm template --skip-schema-validation` still meets the chart's own checks."""
+    proc = subprocess.run(
+        [
+            str(helm),
+            "template",
+            "rel",
+            str(CHART),
+            "--skip-schema-validation",
+            "--values",
+            str(DEFAULT),
+            "--set",
+            "kafka.securityProtocol=SASL",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "kafka.securityProtocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL" in (
+        proc.stderr
+    )
 
 
 def test_replicas_equal_to_partitions_are_fine(render: Renderer) -> None:

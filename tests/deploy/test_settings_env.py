@@ -35,24 +35,40 @@ def test_settings_are_importable_and_prefixed() -> None:
     assert all(name.startswith(PREFIX) and name.isupper() for name in names)
 
 
-def chart_env_names(docs: list[dict[str, Any]]) -> dict[str, set[str]]:
+def operator_extras(values: Path) -> tuple[set[str], list[dict[str, Any]]]:
+    """Names of ``extraEnv`` and the ``extraEnvFrom`` sources a values file adds.
+
+    They are the operator's, not the chart's: a non-REFEREE_ name there (TZ, a
+    proxy) is allowed, and an envFrom of the operator's own ConfigMap hides
+    names the chart cannot know. A REFEREE_* name in extraEnv must still be a setting.
+    """
+    values_doc = yaml.safe_load(values.read_text()) or {}
+    names = {e["name"] for e in values_doc.get("extraEnv", [])}
+    return names, list(values_doc.get("extraEnvFrom", []))
+
+
+def chart_env_names(
+    docs: list[dict[str, Any]], extra_env_from: list[dict[str, Any]] | None = None
+) -> dict[str, set[str]]:
     """Env names per source (resource/container) in rendered manifests."""
     found: dict[str, set[str]] = {}
     configmaps = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ConfigMap"}
     for doc in docs:
-        if doc["kind"] == "ConfigMap":
-            found[f"ConfigMap/{doc['metadata']['name']}"] = set(doc.get("data", {}))
         if doc["kind"] not in {"Deployment", "Job", "StatefulSet", "CronJob"}:
             continue
         for container in containers(doc):
             where = f"{doc['kind']}/{doc['metadata']['name']}/{container['name']}"
             names = {env["name"] for env in container.get("env", [])}
             for source in container.get("envFrom", []):
+                if source in (extra_env_from or []):
+                    continue  # the operator's extraEnvFrom: its names are not the chart's
                 assert "prefix" not in source, f"{where}: envFrom prefix would rename settings"
                 ref = source.get("configMapRef")
                 if ref is not None:
                     assert ref["name"] in configmaps, f"{where}: envFrom unknown ConfigMap"
-                    names |= set(configmaps[ref["name"]].get("data", {}))
+                    data = set(configmaps[ref["name"]].get("data", {}))
+                    found[f"ConfigMap/{ref['name']}"] = data
+                    names |= data
                 else:
                     pytest.fail(f"{where}: envFrom a Secret hides its names; use env valueFrom")
             found[where] = names
@@ -62,13 +78,14 @@ def chart_env_names(docs: list[dict[str, Any]]) -> dict[str, set[str]]:
 @pytest.mark.parametrize("values", CI_VALUES, ids=lambda p: p.name)
 def test_chart_sets_only_real_settings(helm: Path, values: Path) -> None:
     settings = settings_env_names()
+    extra_env, extra_env_from = operator_extras(values)
     docs = render_chart(helm, values)
-    found = chart_env_names(docs)
+    found = chart_env_names(docs, extra_env_from)
     assert any(k.startswith("Deployment/") for k in found), "no Deployment rendered"
     assert any(k.startswith("Job/") for k in found), "no migration Job rendered"
     for where, names in found.items():
         assert names, f"{where} sets no variable"
-        unknown = sorted(names - settings)
+        unknown = sorted(n for n in names - settings if n.startswith(PREFIX) or n not in extra_env)
         assert not unknown, f"{where} sets names that are no Settings field: {unknown}"
     # Deployment and migration Job must agree on the configuration.
     deploy = next(v for k, v in found.items() if k.startswith("Deployment/"))
@@ -76,11 +93,28 @@ def test_chart_sets_only_real_settings(helm: Path, values: Path) -> None:
     assert deploy == job, f"serve and migrate see different settings: {deploy ^ job}"
 
 
+def test_operator_env_is_allowed_but_not_a_misspelt_setting(helm: Path, tmp_path: Path) -> None:
+    """extraEnv may add TZ, never a REFEREE_ name that is no setting."""
+    values = tmp_path / "typo-values.yaml"
+    values.write_text(
+        "database: {url: 'postgresql://u:p@db:5432/r'}\n"
+        "extraEnv: [{name: TZ, value: UTC}, {name: REFEREE_BATCH_SIZ, value: '9'}]\n"
+    )
+    extra_env, extra_env_from = operator_extras(values)
+    found = chart_env_names(render_chart(helm, values), extra_env_from)
+    deploy = next(v for k, v in found.items() if k.startswith("Deployment/"))
+    unknown = {
+        n for n in deploy - settings_env_names() if n.startswith(PREFIX) or n not in extra_env
+    }
+    assert unknown == {"REFEREE_BATCH_SIZ"}
+
+
 def test_chart_covers_every_setting(helm: Path) -> None:
     """Across the CI value sets, every Settings field is settable through the chart."""
     seen: set[str] = set()
     for values in CI_VALUES:
-        for names in chart_env_names(render_chart(helm, values)).values():
+        docs = render_chart(helm, values)
+        for names in chart_env_names(docs, operator_extras(values)[1]).values():
             seen |= names
     missing = sorted(settings_env_names() - seen)
     assert not missing, f"settings the chart can never set (add them to the chart): {missing}"

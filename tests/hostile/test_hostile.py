@@ -22,7 +22,8 @@ import pytest
 
 from referee.contracts.parse import read_envelope
 from referee.contracts.rejection import FileSource
-from referee.processing.referee import Processed, Referee
+from referee.processing.outcome import Processed
+from referee.processing.referee import Referee
 from referee.processing.replay import read_log
 from tests.hostile import build
 from tests.integration.conftest import fetch

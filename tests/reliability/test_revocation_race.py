@@ -16,13 +16,14 @@ import inspect
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from referee.contracts.rejection import KafkaSource
-from referee.processing import step as step_module
 from referee.processing.step import InputRecord, ProcessingStep
 from referee.store.database import create_engine
+from referee.store.step_store import PostgresStepStore, PostgresStepTransaction
 from tests.integration.conftest import fetch
 
 pytestmark = [pytest.mark.reliability, pytest.mark.postgres]
@@ -71,17 +72,17 @@ async def test_revocation_while_a_batch_reads_prints_commits_no_misjudgement(
     assert len(records) >= 30
     engine = create_engine(migrated_database)
     pending: list[asyncio.Future[object]] = []
-    step = ProcessingStep(engine, "g")
+    step = ProcessingStep(PostgresStepStore(engine), "g")
     try:
         await step.process(records[:10])  # the game is now stored and cached
-        real = step_module.repository.load_prints
+        real = PostgresStepTransaction.load_prints
 
-        async def revoked_meanwhile(*args: object, **kwargs: object) -> object:
+        async def revoked_meanwhile(*args: Any, **kwargs: Any) -> Any:
             revoke_concurrently(step, pending)  # on_partitions_revoked, mid-batch
             await asyncio.sleep(0)
             return await real(*args, **kwargs)
 
-        monkeypatch.setattr(step_module.repository, "load_prints", revoked_meanwhile)
+        monkeypatch.setattr(PostgresStepTransaction, "load_prints", revoked_meanwhile)
         # giving up (and retrying later) would be a correct outcome
         with contextlib.suppress(Exception):
             await step.process(records[10:20])
@@ -101,21 +102,21 @@ async def test_revoked_partition_leaves_no_stale_game_in_the_cache(
     assert len(records) >= 40
     engine = create_engine(migrated_database)
     pending: list[asyncio.Future[object]] = []
-    a = ProcessingStep(engine, "g")
-    b = ProcessingStep(engine, "g")
+    a = ProcessingStep(PostgresStepStore(engine), "g")
+    b = ProcessingStep(PostgresStepStore(engine), "g")
     try:
         await b.process(records[:10])
         # instance a owns the partition and loads the game, but the partition is revoked
         # while it waits for the stored versions; its batch still commits (it holds the fence)
-        real = step_module.repository.load_games
+        real = PostgresStepTransaction.load_games
 
-        async def revoked_meanwhile(*args: object, **kwargs: object) -> object:
+        async def revoked_meanwhile(*args: Any, **kwargs: Any) -> Any:
             loaded = await real(*args, **kwargs)
             revoke_concurrently(a, pending)
             await asyncio.sleep(0)
             return loaded
 
-        monkeypatch.setattr(step_module.repository, "load_games", revoked_meanwhile)
+        monkeypatch.setattr(PostgresStepTransaction, "load_games", revoked_meanwhile)
         await a.load_positions(TOPIC, [0])
         with contextlib.suppress(Exception):  # giving up is a correct outcome
             await a.process(records[10:20])

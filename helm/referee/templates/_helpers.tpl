@@ -21,9 +21,20 @@
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The release's labels: every object of the chart carries them. */}}
 {{- define "referee.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "referee.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+What selects the consumer pods (Deployment, Service, PDB, ServiceMonitor,
+NetworkPolicy, anti-affinity). The component keeps the migration Job's pod
+(component: migrate) out of all of them.
+*/}}
+{{- define "referee.consumerSelectorLabels" -}}
+{{ include "referee.selectorLabels" . }}
+app.kubernetes.io/component: referee
 {{- end }}
 
 {{- define "referee.labels" -}}
@@ -133,6 +144,9 @@ REFEREE_INPUT_TOPIC: {{ .Values.kafka.topics.input | quote }}
 REFEREE_VERDICT_TOPIC: {{ .Values.kafka.topics.verdicts | quote }}
 REFEREE_DLQ_TOPIC: {{ .Values.kafka.topics.dlq | quote }}
 REFEREE_GROUP_ID: {{ .Values.kafka.groupId | quote }}
+{{- if .Values.kafka.relayTransactionalId }}
+REFEREE_RELAY_TRANSACTIONAL_ID: {{ .Values.kafka.relayTransactionalId | quote }}
+{{- end }}
 REFEREE_KAFKA_SESSION_TIMEOUT_MS: {{ .Values.kafka.sessionTimeoutMs | toString | quote }}
 REFEREE_BATCH_SIZE: {{ .Values.config.batchSize | toString | quote }}
 REFEREE_BATCH_LINGER_MS: {{ .Values.config.batchLingerMs | toString | quote }}
@@ -141,6 +155,67 @@ REFEREE_CACHE_GAMES: {{ .Values.config.cacheGames | toString | quote }}
 REFEREE_HTTP_HOST: "0.0.0.0"
 REFEREE_HTTP_PORT: {{ .Values.config.httpPort | toString | quote }}
 REFEREE_LOG_LEVEL: {{ .Values.config.logLevel | quote }}
+REFEREE_READY_REQUIRES_PARTITION: {{ include "referee.readyRequiresPartition" . | quote }}
+{{- end }}
+
+{{/*
+readiness.requirePartition: true/false as given; auto = false when the pods can
+outnumber the partitions (replicaCount >= kafka.partitions, or an autoscaler),
+since a pod without a partition is healthy but would never become ready.
+*/}}
+{{- define "referee.readyRequiresPartition" -}}
+{{- $v := .Values.readiness.requirePartition -}}
+{{- if eq (toString $v) "auto" -}}
+{{- if or .Values.autoscaling.enabled .Values.keda.enabled (ge (int .Values.replicaCount) (int .Values.kafka.partitions)) -}}
+false
+{{- else -}}
+true
+{{- end -}}
+{{- else if $v -}}
+true
+{{- else -}}
+false
+{{- end -}}
+{{- end }}
+
+{{/*
+Hash of the Secret the pods read, for the checksum/secret annotation that rolls
+them when it changes: the chart's own Secret from the values; an existingSecret
+through `lookup` (empty under `helm template`/`--dry-run=client`, which cannot
+reach the cluster: then rolloutToken is the fallback).
+*/}}
+{{- define "referee.secretChecksum" -}}
+{{- if .Values.existingSecret.name -}}
+{{- $secret := lookup "v1" "Secret" .Release.Namespace .Values.existingSecret.name -}}
+{{- if and $secret $secret.data -}}
+{{- $secret.data | toJson | sha256sum -}}
+{{- end -}}
+{{- else -}}
+{{- include "referee.secretData" . | sha256sum -}}
+{{- end -}}
+{{- end }}
+
+{{/* Affinity of the consumer pods: .Values.affinity, else the anti-affinity preset. */}}
+{{- define "referee.affinity" -}}
+{{- if .Values.affinity -}}
+{{- toYaml .Values.affinity -}}
+{{- else if eq .Values.podAntiAffinity "soft" -}}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: {{ .Values.podAntiAffinityTopologyKey }}
+        labelSelector:
+          matchLabels:
+            {{- include "referee.consumerSelectorLabels" . | nindent 12 }}
+{{- else if eq .Values.podAntiAffinity "hard" -}}
+podAntiAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - topologyKey: {{ .Values.podAntiAffinityTopologyKey }}
+      labelSelector:
+        matchLabels:
+          {{- include "referee.consumerSelectorLabels" . | nindent 10 }}
+{{- end -}}
 {{- end }}
 
 {{/*
@@ -189,6 +264,9 @@ env entries taken from a Secret. Call with (dict "root" $ "secretName" NAME).
       - key: {{ .Values.kafka.ssl.caKey }}
         path: {{ .Values.kafka.ssl.caKey }}
 {{- end }}
+{{- with .Values.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "referee.volumeMounts" -}}
@@ -198,5 +276,8 @@ env entries taken from a Secret. Call with (dict "root" $ "secretName" NAME).
 - name: kafka-ca
   mountPath: /etc/referee/kafka-ca
   readOnly: true
+{{- end }}
+{{- with .Values.extraVolumeMounts }}
+{{ toYaml . }}
 {{- end }}
 {{- end }}

@@ -37,7 +37,9 @@ class Stack:
     group: str
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def start(self, name: str = "referee", **kwargs: object) -> tuple[subprocess.Popen[bytes], int]:
+    def start(
+        self, name: str = "referee", extra_env: dict[str, str] | None = None, **kwargs: object
+    ) -> tuple[subprocess.Popen[bytes], int]:
         port = free_port()
         process = serve(
             self.bootstrap,
@@ -46,7 +48,7 @@ class Stack:
             group=self.group,
             port=port,
             log_path=self.workdir / f"{name}.log",
-            extra_env={"REFEREE_KAFKA_SESSION_TIMEOUT_MS": "6000"},
+            extra_env={"REFEREE_KAFKA_SESSION_TIMEOUT_MS": "6000", **(extra_env or {})},
             **kwargs,  # type: ignore[arg-type]
         )
         self.processes.append(process)

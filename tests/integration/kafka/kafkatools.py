@@ -91,16 +91,19 @@ async def drain(
     quiet_seconds: float = 5.0,
     expect: int | None = None,
     limit_seconds: float = 120.0,
+    isolation_level: str = "read_committed",
 ) -> list[tuple[int, int, bytes | None, bytes, dict[str, bytes]]]:
     """Reads a topic from the start until nothing new arrives for ``quiet_seconds``.
 
-    Returns (partition, offset, key, value, headers) for every record, read committed.
+    Returns (partition, offset, key, value, headers) for every record. Read committed, as a
+    consumer of the referee's output must: records of aborted relay transactions are not
+    returned (with ``isolation_level="read_uncommitted"`` they are).
     """
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id=None,
         enable_auto_commit=False,
-        isolation_level="read_committed",
+        isolation_level=isolation_level,
         auto_offset_reset="earliest",
     )
     await consumer.start()
@@ -149,8 +152,13 @@ def serve(
     log_path: Path,
     batch_size: int = 500,
     extra_env: dict[str, str] | None = None,
+    module: str = "referee",
 ) -> subprocess.Popen[bytes]:
-    """Starts ``referee serve`` in a subprocess with its output in ``log_path``."""
+    """Starts ``referee serve`` in a subprocess with its output in ``log_path``.
+
+    ``module`` is what ``python -m`` runs: the referee, or a test's wrapper of it that puts
+    a fault in place first (``tests.faults``).
+    """
     env = {
         **os.environ,
         "REFEREE_DATABASE_URL": database_url,
@@ -167,5 +175,5 @@ def serve(
     }
     handle = log_path.open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", "referee", "serve"], env=env, stdout=handle, stderr=handle
+        [sys.executable, "-m", module, "serve"], env=env, stdout=handle, stderr=handle
     )

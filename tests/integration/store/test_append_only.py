@@ -70,3 +70,40 @@ async def test_the_application_role_may_only_select_and_insert(migrated_database
     finally:
         await execute(migrated_database, f"DROP OWNED BY {user}")
         await execute(migrated_database, f"DROP ROLE {user}")
+
+
+async def test_the_reader_role_may_read_everything_and_write_nothing(
+    migrated_database: str,
+) -> None:
+    user = f"analyst_{uuid.uuid4().hex[:8]}"
+    await execute(migrated_database, ROW)
+    await execute(
+        migrated_database, f"CREATE ROLE {user} LOGIN PASSWORD 'pw' IN ROLE referee_reader"
+    )
+    reader_url = (
+        make_url(migrated_database)
+        .set(username=user, password="pw")
+        .render_as_string(hide_password=False)
+    )
+    try:
+        for relation in (
+            "journal",
+            "game_versions",
+            "verdicts",
+            "dead_letters",
+            "consumer_positions",
+            "relay_checkpoints",
+            "current_games",
+            "standings",
+            "player_fouls",
+            "current_positions",
+            "verdict_log",
+        ):
+            await fetch(reader_url, f"SELECT * FROM {relation} LIMIT 1")
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await execute(reader_url, ROW)
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await execute(reader_url, "CREATE TABLE mine (x int)")
+    finally:
+        await execute(migrated_database, f"DROP OWNED BY {user}")
+        await execute(migrated_database, f"DROP ROLE {user}")

@@ -87,3 +87,49 @@ async def test_audit_fails_on_a_verdict_altered_behind_the_triggers_back(
     report = await asyncio.to_thread(_referee, "audit", "--database", migrated_database)
     assert report.returncode == 1
     assert '"penalty":9' in report.stdout
+
+
+async def test_audit_judges_each_record_under_the_size_limit_it_was_judged_under(
+    migrated_database: str,
+) -> None:
+    done = await asyncio.to_thread(
+        _referee,
+        "replay",
+        str(EXAMPLE),
+        "--database",
+        migrated_database,
+        "--max-event-bytes",
+        "100",
+        "--output",
+        "/dev/null",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "too_large" in done.stderr
+    # The audit runs with the default limit; the journal says each record's own.
+    report = await asyncio.to_thread(_referee, "audit", "--database", migrated_database)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "audit passed" in report.stdout
+
+
+async def test_replay_into_the_store_writes_its_rejections_like_the_in_memory_replay(
+    migrated_database: str, tmp_path: Path
+) -> None:
+    in_store, in_memory = tmp_path / "store.rejected", tmp_path / "memory.rejected"
+    done = await asyncio.to_thread(
+        _referee,
+        "replay",
+        str(EXAMPLE),
+        "--database",
+        migrated_database,
+        "--rejected",
+        str(in_store),
+        "--output",
+        "/dev/null",
+    )
+    assert done.returncode == 0, done.stderr
+    memory = await asyncio.to_thread(
+        _referee, "replay", str(EXAMPLE), "--rejected", str(in_memory), "--output", "/dev/null"
+    )
+    assert memory.returncode == 0, memory.stderr
+    assert in_store.read_bytes() == in_memory.read_bytes()
+    assert in_store.read_bytes().count(b"\n") == 32

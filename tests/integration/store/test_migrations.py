@@ -12,7 +12,7 @@ from referee.store.database import create_engine, downgrade, migrate
 from referee.store.schema import APPEND_ONLY_TABLES, metadata
 from tests.integration.conftest import fetch
 
-VIEWS = {"current_games", "standings", "player_fouls", "current_positions"}
+VIEWS = {"current_games", "standings", "player_fouls", "current_positions", "verdict_log"}
 
 
 async def _tables(url: str) -> set[str]:

@@ -19,13 +19,15 @@ import asyncpg
 import pytest
 
 import referee.processing.referee as referee_module
+from referee.processing.audit import audit
 from referee.processing.replay import replay
 from referee.processing.replay_store import replay_into_store
 from referee.simulate import SimulationOptions, simulate
-from referee.store import repository
-from referee.store.audit import audit
 from referee.store.database import create_engine
-from tests.faults import faulty_judge, play_of
+from referee.store.rows import StepRows
+from referee.store.step_store import PostgresStepTransaction
+from referee.store.views import StoreViews
+from tests.faults import chosen_play, faulty_judge, play_of
 from tests.integration.conftest import fetch
 
 pytestmark = pytest.mark.postgres
@@ -37,24 +39,6 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     options = SimulationOptions(games=30, seed=21, concurrency=10)
     path.write_bytes(b"".join(line + b"\n" for _, line in simulate(options)))
     return path
-
-
-def chosen_play(log: Path) -> tuple[int, bytes]:
-    """Returns (line number, line) of a play in the middle of a game that goes on after it."""
-    lines = log.read_bytes().splitlines()
-    later: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
-        later[json.loads(line)["game_id"]] = number
-    for number, line in enumerate(lines, start=1):
-        event = json.loads(line)
-        if (
-            number > len(lines) // 3
-            and event["type"] == "TilePlayed"
-            and event.get("end")
-            and later[event["game_id"]] > number + 5
-        ):
-            return number, line
-    raise AssertionError("no play to fail on")
 
 
 def in_memory(log: Path) -> tuple[list[bytes], list[dict[str, Any]]]:
@@ -147,31 +131,26 @@ async def test_a_judge_that_fails_on_one_record_quarantines_that_record_only(
     monkeypatch.undo()  # the audit runs without the fault, as a later version would
     engine = create_engine(migrated_database)
     try:
-        report = await audit(engine, 65536)
+        report = await audit(StoreViews(engine), 65536)
     finally:
         await engine.dispose()
     assert report.passed, report.differences
     assert report.quarantined == 1
 
 
-RAW = repository.JOURNAL_COLUMNS.index("raw")
-REASON = repository.JOURNAL_COLUMNS.index("reason")
-
-
 def refusing(chosen: bytes, calls: list[int]) -> Callable[..., Any]:
     """An ``append`` that refuses the chosen record as PostgreSQL refuses a value it cannot
     store (SQLSTATE 22021), unless it is journaled as rejected."""
-    real = repository.append
+    real = PostgresStepTransaction.append
 
-    async def append(conn: Any, rows: repository.Rows) -> None:
+    async def append(tx: PostgresStepTransaction, rows: StepRows) -> None:
         calls.append(len(rows.journal))
         for row in rows.journal:
-            raw, reason = row[RAW], row[REASON]
-            if raw == chosen and reason != "internal_error":
+            if row.raw == chosen and row.reason != "internal_error":
                 raise asyncpg.exceptions.CharacterNotInRepertoireError(
                     "invalid byte sequence for encoding UTF8 (injected)"
                 )
-        await real(conn, rows)
+        await real(tx, rows)
 
     return append
 
@@ -182,7 +161,7 @@ async def test_a_record_the_store_refuses_is_isolated_by_splitting_its_batch(
     number, line = chosen_play(log)
     clean = in_memory(log)
     calls: list[int] = []
-    monkeypatch.setattr(repository, "append", refusing(line, calls))
+    monkeypatch.setattr(PostgresStepTransaction, "append", refusing(line, calls))
 
     verdicts, rejected = await into_store(log, migrated_database, batch_size=64)
 
@@ -200,7 +179,7 @@ async def test_a_record_the_store_refuses_is_isolated_by_splitting_its_batch(
     monkeypatch.undo()
     engine = create_engine(migrated_database)
     try:
-        report = await audit(engine, 65536)
+        report = await audit(StoreViews(engine), 65536)
     finally:
         await engine.dispose()
     assert report.passed, report.differences
@@ -210,15 +189,15 @@ async def test_an_outage_is_raised_for_a_retry_and_quarantines_nothing(
     migrated_database: str, log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     records = len(log.read_bytes().splitlines())  # noqa: ASYNC240 - a small file
-    real = repository.append
+    real = PostgresStepTransaction.append
     failures = [asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed")]
 
-    async def append(conn: Any, rows: repository.Rows) -> None:
+    async def append(tx: PostgresStepTransaction, rows: StepRows) -> None:
         if failures:
             raise failures.pop()
-        await real(conn, rows)
+        await real(tx, rows)
 
-    monkeypatch.setattr(repository, "append", append)
+    monkeypatch.setattr(PostgresStepTransaction, "append", append)
     with pytest.raises(asyncpg.exceptions.ConnectionDoesNotExistError):
         await into_store(log, migrated_database, batch_size=64)
     assert (await fetch(migrated_database, "SELECT count(*) AS n FROM journal"))[0]["n"] == 0

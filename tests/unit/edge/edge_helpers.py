@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from referee.contracts.rejection import FileSource
-from referee.processing.referee import Processed, Referee
+from referee.processing.outcome import Processed
+from referee.processing.referee import Referee
 
 GAME = "table-42"
 AT = "2026-11-30T12:00:00Z"

@@ -25,7 +25,7 @@ from edge_helpers import (
 )
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
-from referee.processing.referee import Outcome, Processed
+from referee.processing.outcome import Outcome, Processed
 
 
 def rejected(result: Processed, reason: str, *mentions: str) -> None:

@@ -22,7 +22,7 @@ from edge_helpers import (
 
 from referee.contracts.rejection import KafkaSource
 from referee.contracts.verdicts import VERDICT_NAMESPACE, encode_canonical, verdict_id
-from referee.processing.referee import Outcome
+from referee.processing.outcome import Outcome
 
 # --- duplicates -------------------------------------------------------------------------------
 
@@ -52,11 +52,11 @@ def test_places_settled_to_their_prints_still_tell_duplicates_from_conflicts() -
     record = raw(played(3, "ann", [6, 6]))
     first = table.one(record)
     ledger = table.referee.games[GAME]
-    assert ledger.seq_prints[3] is record
+    assert ledger.by_seq[3] is record
     ledger.settle(3, first.event_id, record, first.fingerprint)
-    assert ledger.seq_prints[3] == first.fingerprint
+    assert ledger.by_seq[3] == first.fingerprint
     assert first.event_id is not None
-    assert ledger.event_prints[first.event_id] == first.fingerprint
+    assert ledger.by_event_id[first.event_id] == first.fingerprint
     assert table.one(raw(played(3, "ann", [6, 6]))).outcome is Outcome.DUPLICATE
     conflict = table.one(raw(played(3, "ann", [5, 6])))
     assert conflict.outcome is Outcome.REJECTED

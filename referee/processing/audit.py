@@ -1,4 +1,5 @@
-"""``referee audit``: every verdict re-derived from the journal, compared byte for byte."""
+"""``referee audit``, a use case: every verdict re-derived from the journal, compared byte for
+byte (the store's reads in ``store/views.py``, the judging by a fresh ``Referee``)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import msgspec
-from sqlalchemy import select, text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.contracts.rejection import EventRejected, FileSource, KafkaSource, Source
 from referee.contracts.state_codec import decode_state, encode_state
 from referee.contracts.verdicts import encode_canonical
 from referee.domain.errors import RejectionReason
 from referee.processing.referee import Referee
-from referee.store.schema import dead_letters, journal, verdicts
+from referee.store.views import StoreViews
 
 FILE_PREFIX = "file:"
 
@@ -63,7 +62,7 @@ def source_of(topic: str, partition: int, offset: int) -> Source:
     return KafkaSource(topic, partition, offset)
 
 
-async def audit(engine: AsyncEngine, max_event_bytes: int) -> AuditReport:
+async def audit(views: StoreViews, max_event_bytes: int) -> AuditReport:
     """Replays the journal through a fresh referee and compares everything stored.
 
     Each record is judged under the size limit it was judged under (recorded in the
@@ -75,52 +74,36 @@ async def audit(engine: AsyncEngine, max_event_bytes: int) -> AuditReport:
     referee = Referee(max_event_bytes)
     derived: dict[str, list[str]] = defaultdict(list)
     derived_dead: dict[int, str] = {}
-    async with engine.connect() as conn:
-        dead = await conn.execute(select(dead_letters.c.journal_id, dead_letters.c.body))
-        stored_dead: dict[int, str] = dict(dead.all())
-        rows = await conn.stream(
-            select(
-                journal.c.id,
-                journal.c.source_topic,
-                journal.c.source_partition,
-                journal.c.source_offset,
-                journal.c.raw,
-                journal.c.outcome,
-                journal.c.reason,
-                journal.c.max_event_bytes,
-            ).order_by(journal.c.id)
-        )
-        async for journal_id, topic, partition, offset, raw, outcome, reason, limit in rows:
-            report.journal_rows += 1
-            source = source_of(topic, partition, offset)
-            if reason == RejectionReason.INTERNAL_ERROR:
-                report.quarantined += 1
-                detail = _stored_detail(stored_dead.get(journal_id))
-                if detail is None:
-                    report.differences.append(
-                        f"journal row {journal_id} was quarantined but has no dead letter"
-                    )
-                    continue
-                result = referee.quarantine(bytes(raw), source, detail, log_error=False)
-            else:
-                referee.max_event_bytes = max_event_bytes if limit is None else int(limit)
-                result = referee.process(bytes(raw), source)
-            if result.outcome.value != outcome:
+    stored_dead = await views.dead_letter_bodies()
+    async for row in views.journal():
+        report.journal_rows += 1
+        source = source_of(row.source_topic, row.source_partition, row.source_offset)
+        if row.reason == RejectionReason.INTERNAL_ERROR:
+            report.quarantined += 1
+            detail = _stored_detail(stored_dead.get(row.id))
+            if detail is None:
                 report.differences.append(
-                    f"journal row {journal_id}: stored outcome {outcome}, "
-                    f"re-derived {result.outcome.value}"
+                    f"journal row {row.id} was quarantined but has no dead letter"
                 )
-            for v in result.verdicts:
-                derived[v.game_id].append(encode_canonical(v).decode())
-            if result.rejection is not None:
-                derived_dead[journal_id] = encode_canonical(result.rejection).decode()
-        stored: dict[str, list[str]] = defaultdict(list)
-        async for game_id, body in await conn.stream(
-            select(verdicts.c.game_id, verdicts.c.body).order_by(verdicts.c.position)
-        ):
-            stored[game_id].append(body)
-        current = await conn.execute(text("SELECT game_id, state::text FROM current_games"))
-        states: dict[str, str] = dict(current.all())
+                continue
+            result = referee.quarantine(bytes(row.raw), source, detail, log_error=False)
+        else:
+            limit = row.max_event_bytes
+            referee.max_event_bytes = max_event_bytes if limit is None else int(limit)
+            result = referee.process(bytes(row.raw), source)
+        if result.outcome.value != row.outcome:
+            report.differences.append(
+                f"journal row {row.id}: stored outcome {row.outcome}, "
+                f"re-derived {result.outcome.value}"
+            )
+        for v in result.verdicts:
+            derived[v.game_id].append(encode_canonical(v).decode())
+        if result.rejection is not None:
+            derived_dead[row.id] = encode_canonical(result.rejection).decode()
+    stored: dict[str, list[str]] = defaultdict(list)
+    for game_id, body in await views.verdict_bodies():
+        stored[game_id].append(body)
+    states = await views.current_states()
     report.verdicts_stored = sum(len(v) for v in stored.values())
     report.verdicts_derived = sum(len(v) for v in derived.values())
     report.dead_letters_stored = len(stored_dead)

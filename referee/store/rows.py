@@ -1,0 +1,110 @@
+"""The rows the referee appends and reads, typed: one record type per table.
+
+Fields are in the tables' column order, and the column lists COPY writes are taken from the
+fields, so a row cannot drift from its table (a test holds each to ``schema.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+
+class JournalRow(NamedTuple):
+    """One input record, as received, with its outcome (table ``journal``)."""
+
+    id: int
+    source_topic: str
+    """The Kafka topic, or ``file:<path>`` for a log."""
+    source_partition: int
+    source_offset: int
+    """The Kafka offset, or the line number in a log."""
+    game_id: str | None
+    seq: int | None
+    event_id: str | None
+    event_type: str | None
+    outcome: str
+    reason: str | None
+    took_place: bool
+    fingerprint: bytes
+    raw: bytes
+    max_event_bytes: int | None
+    """The size limit the record was judged under."""
+
+
+class GameVersionRow(NamedTuple):
+    """A game's folded state after a batch (table ``game_versions``)."""
+
+    game_id: str
+    version: int
+    """The last seq folded into the state."""
+    state: str
+    """The state codec's JSON."""
+    journal_id: int
+
+
+class VerdictRow(NamedTuple):
+    """A verdict in the outbox of the verdict topic (table ``verdicts``)."""
+
+    verdict_id: str
+    game_id: str
+    type: str
+    cause_seq: int
+    journal_id: int
+    body: str
+    """The canonical JSON, byte for byte."""
+
+
+class DeadLetterRow(NamedTuple):
+    """An ``EventRejected`` in the outbox of the dead-letter topic (table ``dead_letters``)."""
+
+    journal_id: int
+    key: bytes | None
+    """The input record's key, as received."""
+    reason: str
+    body: str
+
+
+class PositionRow(NamedTuple):
+    """How far a consumer group processed a partition (table ``consumer_positions``)."""
+
+    group_id: str
+    topic: str
+    partition: int
+    offset: int
+    journal_id: int
+
+
+JOURNAL_COLUMNS = JournalRow._fields
+VERSION_COLUMNS = GameVersionRow._fields
+VERDICT_COLUMNS = VerdictRow._fields
+DEAD_LETTER_COLUMNS = DeadLetterRow._fields
+POSITION_COLUMNS = PositionRow._fields
+
+
+@dataclass(slots=True)
+class StepRows:
+    """Everything one processing step appends, in one transaction."""
+
+    journal: list[JournalRow] = field(default_factory=list)
+    versions: list[GameVersionRow] = field(default_factory=list)
+    verdicts: list[VerdictRow] = field(default_factory=list)
+    dead_letters: list[DeadLetterRow] = field(default_factory=list)
+    positions: list[PositionRow] = field(default_factory=list)
+
+
+class StoredGame(NamedTuple):
+    """A game's newest projection version."""
+
+    game_id: str
+    last_seq: int
+    state: str
+
+
+class StoredPrint(NamedTuple):
+    """What took a place in a game: its seq, event id and fingerprint."""
+
+    game_id: str
+    seq: int
+    event_id: str | None
+    fingerprint: bytes

@@ -1,0 +1,157 @@
+"""In-memory fakes of the referee's ports, for unit tests only (cosmicpython's FakeUnitOfWork).
+
+They keep the semantics the code relies on: a transaction's rows are kept only when it
+commits, a position lock is held until its transaction ends, a place in a game can be taken
+once. The same behaviour is proven on the real PostgreSQL by the integration suites; these
+fakes make the delicate parts testable in milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from referee.store.rows import (
+    DeadLetterRow,
+    GameVersionRow,
+    JournalRow,
+    PositionRow,
+    StepRows,
+    StoredGame,
+    StoredPrint,
+    VerdictRow,
+)
+
+
+class FakeOutageError(ConnectionError):
+    """The fake store being unreachable (an outage: retried, never quarantined)."""
+
+
+class FakeRefusalError(ValueError):
+    """The fake store refusing a row's value (a defect the step must isolate)."""
+
+
+@dataclass
+class FakeStepStore:
+    """The processing step's store, in memory."""
+
+    journal: list[JournalRow] = field(default_factory=list)
+    versions: list[GameVersionRow] = field(default_factory=list)
+    verdicts: list[VerdictRow] = field(default_factory=list)
+    dead_letters: list[DeadLetterRow] = field(default_factory=list)
+    positions: list[PositionRow] = field(default_factory=list)
+    commits: int = 0
+    next_id: int = 1
+    refuse: Callable[[StepRows], BaseException | None] | None = None
+    """Called on every append: a failure it returns is raised (a fault of the test's choosing)."""
+    before_load_games: Callable[[], Awaitable[None]] | None = None
+    """Awaited inside ``load_games``: a test can run something concurrently there."""
+    loaded_games: list[list[str]] = field(default_factory=list)
+    _locks: dict[tuple[str, str, int], asyncio.Lock] = field(
+        default_factory=lambda: defaultdict(asyncio.Lock)
+    )
+
+    async def load_positions(
+        self, group_id: str, topic: str, partitions: Iterable[int]
+    ) -> dict[int, int]:
+        return self.positions_of(group_id, topic, partitions)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[FakeStepTransaction]:
+        tx = FakeStepTransaction(self)
+        try:
+            yield tx
+        finally:
+            for lock in tx.held:
+                lock.release()
+        # reached only when the block did not raise: the transaction commits
+        self._commit(tx.staged)
+
+    def is_outage(self, exc: BaseException) -> bool:
+        return isinstance(exc, FakeOutageError)
+
+    def stored_position(self, group_id: str, topic: str, partition: int) -> int:
+        return self.positions_of(group_id, topic, [partition]).get(partition, -1)
+
+    def positions_of(self, group_id: str, topic: str, partitions: Iterable[int]) -> dict[int, int]:
+        wanted = set(partitions)
+        out: dict[int, int] = {}
+        for p in self.positions:
+            if p.group_id == group_id and p.topic == topic and p.partition in wanted:
+                out[p.partition] = max(out.get(p.partition, -1), p.offset)
+        return out
+
+    def _commit(self, staged: list[StepRows]) -> None:
+        for rows in staged:
+            self.journal += rows.journal
+            self.versions += rows.versions
+            self.verdicts += rows.verdicts
+            self.dead_letters += rows.dead_letters
+            self.positions += rows.positions
+        if staged:
+            self.commits += 1
+
+
+class FakeStepTransaction:
+    """One transaction of the fake store: rows are staged until it commits."""
+
+    def __init__(self, store: FakeStepStore) -> None:
+        self.store = store
+        self.staged: list[StepRows] = []
+        self.held: list[asyncio.Lock] = []
+
+    async def lock_position(self, group_id: str, topic: str, partition: int) -> int:
+        lock = self.store._locks[group_id, topic, partition]
+        await lock.acquire()
+        self.held.append(lock)
+        return self.store.stored_position(group_id, topic, partition)
+
+    async def load_games(self, game_ids: Sequence[str]) -> list[StoredGame]:
+        self.store.loaded_games.append(list(game_ids))
+        if self.store.before_load_games is not None:
+            await self.store.before_load_games()
+        newest: dict[str, GameVersionRow] = {}
+        for v in self.store.versions:
+            if v.game_id in game_ids and (
+                v.game_id not in newest or v.version > newest[v.game_id].version
+            ):
+                newest[v.game_id] = v
+        return [StoredGame(v.game_id, v.version, v.state) for v in newest.values()]
+
+    async def load_prints(
+        self, seqs: Sequence[tuple[str, int]], event_ids: Sequence[tuple[str, str]]
+    ) -> list[StoredPrint]:
+        wanted_seqs, wanted_ids = set(seqs), set(event_ids)
+        return [
+            StoredPrint(r.game_id, r.seq, r.event_id, r.fingerprint)
+            for r in self.store.journal
+            if r.took_place
+            and r.game_id is not None
+            and r.seq is not None
+            and (
+                (r.game_id, r.seq) in wanted_seqs
+                or (r.event_id is not None and (r.game_id, r.event_id) in wanted_ids)
+            )
+        ]
+
+    async def reserve_journal_ids(self, count: int) -> list[int]:
+        first = self.store.next_id
+        self.store.next_id += count  # a sequence: ids are never given back
+        return list(range(first, first + count))
+
+    async def append(self, rows: StepRows) -> None:
+        if self.store.refuse is not None:
+            failure = self.store.refuse(rows)
+            if failure is not None:
+                raise failure
+        taken = {(r.game_id, r.seq) for r in self.store.journal if r.took_place}
+        taken |= {(r.game_id, r.seq) for s in self.staged for r in s.journal if r.took_place}
+        for row in rows.journal:
+            if row.took_place:
+                if (row.game_id, row.seq) in taken:  # the unique index journal_game_seq
+                    raise FakeRefusalError(f"place {(row.game_id, row.seq)} is taken twice")
+                taken.add((row.game_id, row.seq))
+        self.staged.append(rows)

@@ -1,0 +1,212 @@
+"""The processing step on an in-memory store: its delicate parts, in milliseconds.
+
+Fencing, eviction on a failed transaction, the bounded cache, ledgers loaded half from the
+store, the quarantine of a record the step cannot write, and the rebalance listener's wait for
+the batch in flight. The same guarantees are proven on the real PostgreSQL and Kafka by the
+integration and reliability suites; these tests pin the logic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import zlib
+from collections.abc import Callable
+
+import pytest
+
+from referee.contracts.rejection import KafkaSource
+from referee.processing.step import InputRecord, PositionMoved, ProcessingStep
+from referee.simulate import SimulationOptions, simulate
+from referee.store.rows import StepRows
+from tests.fakes import FakeOutageError, FakeRefusalError, FakeStepStore
+
+TOPIC = "game-events"
+GROUP = "g"
+
+
+def records(games: int = 6, seed: int = 3, partitions: int = 2) -> list[InputRecord]:
+    """A simulated stream as Kafka records: games spread over partitions, offsets in order."""
+    offsets = [0] * partitions
+    out = []
+    for game_id, line in simulate(SimulationOptions(games=games, seed=seed, concurrency=3)):
+        p = zlib.crc32(game_id.encode()) % partitions
+        out.append(InputRecord(line, TOPIC, p, offsets[p], KafkaSource(TOPIC, p, offsets[p]), None))
+        offsets[p] += 1
+    return out
+
+
+def on(partition: int, stream: list[InputRecord]) -> list[InputRecord]:
+    return [r for r in stream if r.partition == partition]
+
+
+def outcomes(store: FakeStepStore) -> list[tuple[int, int, str, str | None, bool]]:
+    return sorted(
+        (r.source_partition, r.source_offset, r.outcome, r.reason, r.took_place)
+        for r in store.journal
+    )
+
+
+async def straight_run(stream: list[InputRecord], batch: int = 40) -> FakeStepStore:
+    """The rows of an uninterrupted run: what every fault must end up equal to."""
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    for i in range(0, len(stream), batch):
+        await step.process(stream[i : i + batch])
+    return store
+
+
+STREAM = records()
+
+
+async def test_a_batch_is_appended_whole_in_one_transaction() -> None:
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    batch = STREAM[:50]
+    result = await step.process(batch)
+    assert store.commits == 1
+    assert result.transactions == 1
+    assert [r.id for r in store.journal] == sorted(r.id for r in store.journal)
+    assert len(store.journal) == 50
+    for p in {r.partition for r in batch}:
+        assert store.stored_position(GROUP, TOPIC, p) == max(
+            r.offset for r in batch if r.partition == p
+        )
+    assert {v.game_id for v in store.versions} == {json.loads(r.raw)["game_id"] for r in batch}, (
+        "one new version per game touched"
+    )
+
+
+async def test_records_at_or_below_the_stored_position_are_skipped() -> None:
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    await step.process(STREAM[:50])
+    result = await step.process(STREAM[:60])
+    assert result.skipped == 50
+    assert len(store.journal) == 60
+
+
+async def test_a_consumer_that_another_has_overtaken_is_fenced_and_re_seeks() -> None:
+    store = FakeStepStore()
+    stream = on(0, STREAM)
+    old_owner, new_owner = ProcessingStep(store, GROUP), ProcessingStep(store, GROUP)
+    await old_owner.load_positions(TOPIC, [0])  # both start from nothing stored
+    await new_owner.load_positions(TOPIC, [0])
+    await new_owner.process(stream[:10])  # the partition moved on under the old owner
+    with pytest.raises(PositionMoved) as moved:
+        await old_owner.process(stream[5:15])
+    assert (moved.value.partition, moved.value.stored) == (0, 9)
+    assert len(store.journal) == 10, "nothing of the fenced batch was kept"
+    assert old_owner.positions[TOPIC, 0] == 9, "it knows where to seek"
+    await old_owner.process(stream[10:15])  # re-seeked: it goes on after the stored position
+    assert [r.source_offset for r in store.journal] == list(range(15))
+
+
+async def test_a_failed_transaction_evicts_its_games_and_the_retry_is_as_if_it_never_failed() -> (
+    None
+):
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    await step.process(STREAM[:40])
+    failures = [FakeOutageError("the store went away")]
+    store.refuse = lambda rows: failures.pop() if failures else None
+    batch = STREAM[40:80]
+    touched = {json.loads(r.raw)["game_id"] for r in batch}
+    tally = step.referee.tally.records
+    with pytest.raises(FakeOutageError):
+        await step.process(batch)
+    assert not touched & set(step.referee.games), "games judged in the failed batch are evicted"
+    assert step.referee.tally.records == tally, "a failed batch is not counted"
+    await step.process(batch)
+    assert sorted(store.loaded_games[-1]) == sorted(touched), "reloaded from the store"
+    for i in range(80, len(STREAM), 40):
+        await step.process(STREAM[i : i + 40])
+    assert outcomes(store) == outcomes(await straight_run(STREAM))
+
+
+async def test_the_cache_keeps_the_most_recent_games_and_reloads_the_others() -> None:
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP, cache_games=2)
+    for i in range(0, len(STREAM), 40):
+        await step.process(STREAM[i : i + 40])
+        assert len(step.referee.games) <= 2
+    assert len(store.loaded_games) > 1, "games left out of the cache were loaded again"
+    assert outcomes(store) == outcomes(await straight_run(STREAM))
+
+
+async def test_a_game_loaded_from_the_store_tells_a_resend_from_a_conflict() -> None:
+    store = FakeStepStore()
+    await ProcessingStep(store, GROUP).process(STREAM[:60])
+    fresh = ProcessingStep(store, GROUP)  # a new process: only the store remembers
+    last = STREAM[59]
+    event = json.loads(last.raw)
+    resend = last._replace(offset=1000, source=KafkaSource(TOPIC, last.partition, 1000))
+    conflict = json.dumps({**event, "occurred_at": "2000-01-01T00:00:00Z"}).encode()
+    other = resend._replace(raw=conflict, offset=1001)
+    await fresh.process([resend, other])
+    kept = {r.source_offset: (r.outcome, r.reason) for r in store.journal}
+    assert kept[1000] == ("duplicate", None), "the same content at a taken place"
+    assert kept[1001] == ("rejected", "seq_conflict"), "other content at a taken place"
+    ledger = fresh.referee.games[event["game_id"]]
+    assert not ledger.complete, "the ledger holds what was asked of the store, not all"
+
+
+def refusing(chosen: bytes) -> Callable[[StepRows], BaseException | None]:
+    def refuse(rows: StepRows) -> BaseException | None:
+        bad = any(r.raw == chosen and r.reason != "internal_error" for r in rows.journal)
+        return FakeRefusalError("a value the store refuses") if bad else None
+
+    return refuse
+
+
+async def test_a_record_the_store_refuses_is_isolated_and_quarantined() -> None:
+    chosen = STREAM[70]
+    store = FakeStepStore(refuse=refusing(chosen.raw))
+    step = ProcessingStep(store, GROUP)
+    results = [await step.process(STREAM[i : i + 32]) for i in range(0, len(STREAM), 32)]
+    quarantined = [r for r in store.journal if r.reason == "internal_error"]
+    assert [(r.raw, r.took_place) for r in quarantined] == [(chosen.raw, False)]
+    assert len(store.journal) == len(STREAM), "every record journaled once"
+    # 32 -> 16 -> 8 -> 4 -> 2 -> 1: of each split the half without the record commits, and
+    # the record is quarantined in a transaction of its own
+    assert sum(r.transactions for r in results) == (len(results) - 1) + 5 + 1
+    dead = [d for d in store.dead_letters if d.reason == "internal_error"]
+    assert len(dead) == 1
+    assert "FakeRefusalError: a value the store refuses" in json.loads(dead[0].body)["detail"]
+
+
+async def test_an_outage_is_raised_and_quarantines_nothing() -> None:
+    store = FakeStepStore(refuse=lambda rows: FakeOutageError("unreachable"))
+    step = ProcessingStep(store, GROUP)
+    with pytest.raises(FakeOutageError):
+        await step.process(STREAM[:32])
+    assert store.journal == []
+    assert store.commits == 0
+
+
+async def test_a_revocation_waits_for_the_batch_in_flight() -> None:
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    order: list[str] = []
+    loading = asyncio.Event()
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        loading.set()
+        await release.wait()
+
+    store.before_load_games = hold
+    batch = asyncio.create_task(step.process(STREAM[:40]))
+    await loading.wait()
+    revoke = asyncio.create_task(step.forget_partitions({(TOPIC, 0), (TOPIC, 1)}))
+    await asyncio.sleep(0.01)
+    assert not revoke.done(), "the listener must not empty the cache under a batch"
+    release.set()
+    await batch
+    order.append("batch")
+    await revoke
+    order.append("revoke")
+    assert order == ["batch", "revoke"]
+    assert step.referee.games == {}
+    assert len(store.journal) == 40, "the batch committed what it judged"
+    assert all(r.outcome != "rejected" or r.reason != "unknown_game" for r in store.journal)

@@ -1,0 +1,71 @@
+"""The layers of docs/design.md, checked: no module imports a layer above its own.
+
+Every import of every module of ``referee/`` is read from its syntax tree (lazy imports
+inside functions included) and checked against the table below, the one in docs/design.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "referee"
+
+MAY_IMPORT: dict[str, set[str]] = {
+    "domain": {"domain"},
+    "contracts": {"domain", "contracts"},
+    "store": {"contracts", "store"},
+    "processing": {"domain", "contracts", "store", "processing"},
+    "service": {"domain", "contracts", "store", "processing", "service"},
+    "cli": {"domain", "contracts", "store", "processing", "service", "cli", "simulate"},
+    "simulate": {"domain", "contracts"},
+}
+"""For each layer, the referee layers its modules may import (docs/design.md, "Layers")."""
+
+THIRD_PARTY: dict[str, set[str] | None] = {
+    "domain": set(),  # the standard library only: the judge is a pure fold
+    "contracts": {"msgspec"},
+    "simulate": {"msgspec"},
+}
+"""Layers whose outside imports are limited (None: any)."""
+
+
+def layer_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0].removesuffix(".py")
+
+
+def imports_of(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return names
+
+
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if len(p.relative_to(PACKAGE).parts) > 1)
+MODULES += [PACKAGE / "simulate.py"]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_a_module_imports_only_the_layers_below_its_own(path: Path) -> None:
+    layer = layer_of(path)
+    allowed = MAY_IMPORT[layer]
+    outside = THIRD_PARTY.get(layer)
+    for name in imports_of(path):
+        top = name.split(".")[0]
+        if top == "referee":
+            target = name.split(".")[1] if "." in name else "referee"
+            assert target in allowed, f"{path.name} ({layer}) imports {name}"
+        elif top not in sys.stdlib_module_names and top != "__future__" and outside is not None:
+            assert top in outside, f"{path.name} ({layer}) imports {name}"
+
+
+def test_every_layer_is_in_the_table() -> None:
+    assert {layer_of(p) for p in MODULES} == set(MAY_IMPORT)
