@@ -16,7 +16,7 @@ from referee.domain.events import (
     TilePlayed,
 )
 from referee.domain.fouls import FoulKind
-from referee.domain.layout import Layout, Restart, empty_layout
+from referee.domain.layout import Layout, Restart
 from referee.domain.options import game_problem
 from referee.domain.play_scoring import play_points
 from referee.domain.rules import (
@@ -35,7 +35,7 @@ from referee.domain.scoring import (
     score_domino,
     score_penalty,
 )
-from referee.domain.state import GameState, RoundState, new_game, round_state
+from referee.domain.state import GameState, RoundState, new_game, new_layout, round_state
 from referee.domain.tiles import Tile, bit_of, format_tile, set_mask, tile
 from referee.domain.verdicts import (
     BlockDeclared,
@@ -148,7 +148,7 @@ def _start_round(game: GameState, event: RoundStarted) -> Judgement:
         )
     hands, boneyard = _check_deal(game, event)
     engine = _check_engine(game, event, hands, boneyard)
-    layout = empty_layout(game.rules, game.players, game.seats, engine)
+    layout = new_layout(game.rules, game.players, game.seats, engine)
     rnd = round_state(event.round, hands, boneyard, layout, game.seats[event.leader])
     return game.with_round(rnd), NO_VERDICTS
 

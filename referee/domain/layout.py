@@ -9,15 +9,12 @@ announces, and the count of section 10. Layouts are immutable: a play returns a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from enum import Enum
 from typing import NamedTuple, Protocol
 
 from referee.domain.events import End
 from referee.domain.fouls import FoulKind
-from referee.domain.rules import Layout as LayoutKind
-from referee.domain.rules import Rules
-from referee.domain.tiles import Tile, TileMask
+from referee.domain.tiles import TileMask
 
 
 class Restart(Enum):
@@ -90,21 +87,3 @@ class Layout(Protocol):
     def counted(self) -> int | None:
         """Returns the count of section 10; ``None`` for a layout that keeps no count."""
         ...
-
-
-def empty_layout(
-    rules: Rules, players: tuple[str, ...], seats: Mapping[str, int], engine: Tile | None
-) -> Layout:
-    """Returns the layout a round of these rules starts from (with its engine, in trains)."""
-    from referee.domain.line import EMPTY_LINE
-    from referee.domain.spinner import empty_spinner
-    from referee.domain.trains import lay_engine
-
-    if rules.layout is LayoutKind.TRAINS:
-        assert engine is not None, "a trains round has an engine (checked with the deal)"
-        return lay_engine(engine[0], players, seats, rules)
-    if rules.layout is LayoutKind.SPINNER:
-        return empty_spinner(rules.spinner_arms)
-    if rules.play_scoring.value != "none":
-        return empty_spinner(None)  # a line that counts: a spinner layout whose doubles never spin
-    return EMPTY_LINE

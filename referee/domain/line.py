@@ -19,7 +19,7 @@ _RIGHT = End.RIGHT
 _END_MISSING = FoulKind.END_MISSING
 _END_NOT_AVAILABLE = FoulKind.END_NOT_AVAILABLE
 _NO_MATCH = FoulKind.TILE_DOES_NOT_MATCH
-_new = tuple.__new__
+_VALUES = len(SHOWING)  # pip values 0 to 18
 
 
 class Line(NamedTuple):
@@ -56,7 +56,7 @@ class Line(NamedTuple):
         left, right = self.left, self.right
         if left is None or right is None:
             # The first tile opens the line as written: [x, y] gives left = x, right = y.
-            return _new(Line, (a, b, SHOWING[a] | SHOWING[b]))
+            return _LINES[a][b]
         if end is _LEFT:
             value = left
         elif end is _RIGHT:
@@ -72,8 +72,8 @@ class Line(NamedTuple):
         else:
             return _NO_MATCH
         if end is _LEFT:
-            return _new(Line, (shown, right, SHOWING[shown] | SHOWING[right]))
-        return _new(Line, (left, shown, SHOWING[left] | SHOWING[shown]))
+            return _LINES[shown][right]
+        return _LINES[left][shown]
 
     def passed(self, _seat: int, /) -> Line:
         """Returns the line: a pass changes nothing on it."""
@@ -102,9 +102,17 @@ class Line(NamedTuple):
 EMPTY_LINE = Line(None, None, EVERY_TILE)
 """The line before its first tile: any tile plays there."""
 
+_LINES: tuple[tuple[Line, ...], ...] = tuple(
+    tuple(Line(left, right, SHOWING[left] | SHOWING[right]) for right in range(_VALUES))
+    for left in range(_VALUES)
+)
+"""Every line there can be, by its ends: a line is only its two values, so every game shares
+these 361 values rather than building one per play (a play allocates nothing for its layout,
+and the layouts the judge reads stay in the processor's cache)."""
+
 
 def line_at(left: int | None, right: int | None) -> Line:
     """Returns the line showing ``left`` and ``right`` (both ``None``: the empty line)."""
     if left is None or right is None:
         return EMPTY_LINE
-    return Line(left, right, SHOWING[left] | SHOWING[right])
+    return _LINES[left][right]

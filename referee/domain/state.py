@@ -7,9 +7,13 @@ from typing import NamedTuple
 
 from referee.domain.events import End
 from referee.domain.layout import Layout
-from referee.domain.rules import Rules
+from referee.domain.line import EMPTY_LINE
+from referee.domain.rules import Layout as LayoutKind
+from referee.domain.rules import PlayScoring, Rules
+from referee.domain.spinner import empty_spinner
 from referee.domain.teams import Teams, seat_teams
 from referee.domain.tiles import Tile, TileMask, mask_pips, shows, sorted_tiles, tiles_of
+from referee.domain.trains import lay_engine
 
 _new = tuple.__new__
 
@@ -164,3 +168,17 @@ def new_game(
         teams=seated,
         scores=(0,) * seated.size,
     )
+
+
+def new_layout(
+    rules: Rules, players: tuple[str, ...], seats: Mapping[str, int], engine: Tile | None
+) -> Layout:
+    """Returns the layout a round of these rules starts from (with its engine, in trains)."""
+    if rules.layout is LayoutKind.TRAINS:
+        assert engine is not None, "a trains round has an engine (checked with the deal)"
+        return lay_engine(engine[0], players, seats, rules)
+    if rules.layout is LayoutKind.SPINNER:
+        return empty_spinner(rules.spinner_arms)
+    if rules.play_scoring is not PlayScoring.NONE:
+        return empty_spinner(None)  # a line that counts: a spinner layout that never spins
+    return EMPTY_LINE
