@@ -1361,6 +1361,14 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
         out += ["", "| stage | µs/event | events/s |", "|---|---|---|"]
         out += [f"| {label} | {sec * 1e6:.2f} | {1 / sec:,.0f} |" for label, sec in rp2["stages"]]
         out.append("")
+    if rp2 and EDITION2_AB.exists() and not ctx.args.quick:
+        # measured by hand against main's code (the file says how): kept as last written
+        out += [
+            "## 1c. Edition 2 against edition 1: the edition-1 figure before and after",
+            "",
+            *EDITION2_AB.read_text(encoding="utf-8").strip().splitlines(),
+            "",
+        ]
     if st:
         out += [
             "## 2. Store replay into PostgreSQL",
@@ -1590,6 +1598,7 @@ async def cleanup(ctx: Context) -> None:
 
 
 AB_SECTION = Path(__file__).with_name("relay-transactions.md")
+EDITION2_AB = ROOT / "bench" / "edition2-ab.md"
 
 
 def ab_main(ctx: Context) -> int:
