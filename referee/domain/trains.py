@@ -15,7 +15,7 @@ from referee.domain.events import End
 from referee.domain.fouls import FoulKind
 from referee.domain.layout import Layout, Place, Restart
 from referee.domain.rules import DoubleRule, Rules
-from referee.domain.tiles import BIT, SHOWING, TileMask
+from referee.domain.tiles import SHOWING, TileMask, bit_of
 
 MEXICAN = "mexican"
 """The id of the public train."""
@@ -111,7 +111,7 @@ class Trains(NamedTuple):
             opened &= ~(1 << i)  # the owner's play closes their train
         pending = pending_seat = NOT_PENDING
         if a == b:
-            double = BIT[a, a]
+            double = bit_of((a, a))
             if hands[seat] != double:  # a last tile ends the round: never pending
                 live = boneyard
                 for hand in hands:
