@@ -6,8 +6,8 @@ import asyncio
 
 from alembic import context
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import create_async_engine
 
+from referee.store.database import create_engine
 from referee.store.schema import metadata
 
 target_metadata = metadata
@@ -22,7 +22,7 @@ def _run(connection: Connection) -> None:
 async def _run_async() -> None:
     url = context.config.get_main_option("sqlalchemy.url")
     assert url, "sqlalchemy.url must be set by referee.store.migrate"
-    engine = create_async_engine(url)
+    engine = create_engine(url)  # libpq-style URLs (sslmode=...) are understood
     async with engine.connect() as connection:
         await connection.run_sync(_run)
         await connection.commit()

@@ -14,6 +14,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from aiokafka.errors import ProducerFenced
+
+from referee.store.relay_store import Backlog, OutboxRow
 from referee.store.rows import (
     DeadLetterRow,
     GameVersionRow,
@@ -155,3 +158,173 @@ class FakeStepTransaction:
                     raise FakeRefusalError(f"place {(row.game_id, row.seq)} is taken twice")
                 taken.add((row.game_id, row.seq))
         self.staged.append(rows)
+
+
+# ------------------------------------------------------------------------------ the relay
+
+
+@dataclass
+class FakeOutbox:
+    """An outbox table: (position, key, body) rows, and the relay's checkpoints of it."""
+
+    rows: list[OutboxRow] = field(default_factory=list)
+    checkpoints: list[int] = field(default_factory=list)
+
+
+@dataclass
+class FakeRelayStore:
+    """The relay's store, in memory: outboxes, checkpoints and the relay lock."""
+
+    outboxes: dict[str, FakeOutbox] = field(
+        default_factory=lambda: {"verdicts": FakeOutbox(), "dead_letters": FakeOutbox()}
+    )
+    holder: FakeRelaySession | None = None
+    """The session holding the relay lock."""
+
+    def add(self, outbox: str, key: bytes | None, body: bytes) -> int:
+        rows = self.outboxes[outbox].rows
+        position = len(rows) + 1
+        rows.append(OutboxRow(position, key, body))
+        return position
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[FakeRelaySession]:
+        session = FakeRelaySession(self)
+        try:
+            yield session
+        finally:
+            if self.holder is session:  # a closed session gives its lock back
+                self.holder = None
+
+    async def backlog(self, outbox: str, after: int) -> Backlog:
+        return Backlog(sum(1 for r in self.outboxes[outbox].rows if r.position > after), 0.0)
+
+    def sever(self) -> None:
+        """Kills the leader's session (pg_terminate_backend): its lock goes at once."""
+        if self.holder is not None:
+            self.holder.severed = True
+            self.holder = None
+
+
+class FakeRelaySession:
+    """One session of the fake relay store; a severed one fails every call."""
+
+    def __init__(self, store: FakeRelayStore) -> None:
+        self.store = store
+        self.severed = False
+
+    def _alive(self) -> None:
+        if self.severed:
+            raise FakeOutageError("the session was terminated")
+
+    async def try_lead(self) -> bool:
+        self._alive()
+        if self.store.holder is None:
+            self.store.holder = self
+            return True
+        return self.store.holder is self
+
+    async def release(self) -> None:
+        self._alive()
+        if self.store.holder is self:
+            self.store.holder = None
+
+    async def checkpoint(self, outbox: str) -> int:
+        self._alive()
+        return max(self.store.outboxes[outbox].checkpoints, default=0)
+
+    async def rows_after(self, outbox: str, cursor: int, limit: int) -> list[OutboxRow]:
+        self._alive()
+        return [r for r in self.store.outboxes[outbox].rows if r.position > cursor][:limit]
+
+    async def save_checkpoint(self, outbox: str, position: int) -> None:
+        self._alive()
+        self.store.outboxes[outbox].checkpoints.append(position)
+
+
+Record = tuple[str, int, bytes | None, bytes, int]
+"""(topic, partition, key, value, outbox position) of a record on the fake broker."""
+
+
+@dataclass
+class FakeBroker:
+    """Topics of a fixed partition count, and one transactional id's epochs: a producer that
+    starts fences every earlier one (its open transaction is aborted, its commit refused)."""
+
+    partitions: int = 4
+    committed: list[Record] = field(default_factory=list)
+    epoch: int = 0
+    aborted: int = 0
+
+
+class FakeProducer:
+    """A transactional producer on the fake broker; can be told to fail a send."""
+
+    def __init__(self, broker: FakeBroker, fail_at: int | None = None) -> None:
+        self.broker = broker
+        self.fail_at = fail_at
+        self.epoch = -1
+        self.pending: list[Record] = []
+        self.calls: list[str] = []
+        self.sent = 0
+
+    async def start(self) -> None:
+        self.calls.append("start")
+        self.broker.epoch += 1
+        self.epoch = self.broker.epoch
+
+    async def stop(self) -> None:
+        self.calls.append("stop")
+
+    async def begin_transaction(self) -> None:
+        self.calls.append("begin")
+        self.pending = []
+
+    async def commit_transaction(self) -> None:
+        self.calls.append("commit")
+        if self.epoch != self.broker.epoch:
+            self.broker.aborted += len(self.pending)
+            self.pending = []
+            raise ProducerFenced()
+        self.broker.committed += self.pending
+        self.pending = []
+
+    async def abort_transaction(self) -> None:
+        self.calls.append("abort")
+        self.broker.aborted += len(self.pending)
+        self.pending = []
+
+    async def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> asyncio.Future[None]:
+        self.calls.append("send")
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.fail_at is not None and self.sent == self.fail_at:
+            future.set_exception(RuntimeError("broker said no"))
+        else:
+            position = int(dict(headers or [])["outbox-position"])
+            assert partition is not None
+            self.pending.append((topic, partition, key, value or b"", position))
+            future.set_result(None)
+        self.sent += 1
+        return future
+
+
+class FakeTails:
+    """Reads the fake broker's committed records, as ``TopicTails`` reads a real one."""
+
+    def __init__(self, broker: FakeBroker) -> None:
+        self.broker = broker
+
+    async def read(self, topic: str) -> tuple[int, dict[int, int]]:
+        last: dict[int, int] = {}
+        for t, partition, _, _, position in self.broker.committed:
+            if t == topic:
+                last[partition] = max(last.get(partition, 0), position)
+        return self.broker.partitions, last

@@ -1,14 +1,39 @@
-"""The ``referee`` command: thin entry points that parse arguments and call one handler."""
+"""The ``referee`` command: thin entry points that parse arguments and call one handler.
+
+Every failure is one line on standard error (``--debug`` adds the traceback) and an exit
+status that says what kind of failure it was (``referee/cli/errors.py``, the README).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import BinaryIO
 
+from referee.cli.args import (
+    WORKERS_CAP,
+    HelpFormatter,
+    Parser,
+    close_output,
+    integer,
+    log_size,
+    open_log,
+    open_output,
+    rate,
+)
+from referee.cli.errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    CommandError,
+    UsageError,
+)
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
+from referee.service.limits import BATCH_SIZE_CAP, MAX_EVENT_BYTES_CAP
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 EXAMPLE_LOG = (
@@ -19,64 +44,153 @@ EXAMPLE_LOG = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the command line."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    handler = args.handler
-    result: int = handler(args)
+    """Runs the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    debug: bool = args.debug
+    try:
+        result: int = args.handler(args)
+    except BrokenPipeError:
+        # the reader of our output left (`| head`): quiet, as a program killed by SIGPIPE;
+        # stdout goes to /dev/null so that the interpreter's final flush cannot fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        _report(args, "interrupted")
+        return EXIT_INTERRUPTED
+    except CommandError as failed:
+        if debug:
+            traceback.print_exception(failed)
+        if failed.message:
+            _report(args, failed.message, failed.code)
+        return failed.code
+    except Exception as bug:  # noqa: BLE001 - the last resort: one line, not a traceback
+        if debug:
+            traceback.print_exception(bug)
+        text = str(bug).splitlines()[0] if str(bug) else ""
+        _report(
+            args,
+            f"internal error: {type(bug).__name__}{': ' + text if text else ''} "
+            "(a defect of the referee; --debug shows the traceback)",
+            EXIT_INTERNAL,
+        )
+        return EXIT_INTERNAL
     return result
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="referee", description="An event-sourced referee for dominoes."
-    )
-    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+def _report(args: argparse.Namespace, message: str, code: int | None = None) -> None:
+    """Prints a failure: one plain line, or for ``serve`` one JSON log line like its logs."""
+    if getattr(args, "json_errors", False):
+        from referee.service.logs import failure_line
 
-    replay = sub.add_parser("replay", help="referee an event log (JSON Lines)")
-    replay.add_argument("log", type=Path, help="the event log, one input event per line")
+        print(failure_line("referee.serve", message, code), file=sys.stderr)
+    else:
+        print(f"referee {args.command}: {message}", file=sys.stderr)
+
+
+def _version() -> str:
+    try:
+        return version("referee")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = Parser(add_help=False)
+    common.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show the traceback of a failure",
+    )
+    parser = Parser(
+        prog="referee",
+        description="An event-sourced referee for dominoes.",
+        epilog="exit status: 0 done, 1 the audit found a difference, 2 bad usage or "
+        "configuration, 3 PostgreSQL/Kafka/a port/the embedded extra unavailable, "
+        "4 a defect of the referee",
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"referee {_version()}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
+    sub = parser.add_subparsers(required=True, metavar="COMMAND", dest="command")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        made: argparse.ArgumentParser = sub.add_parser(
+            name, help=help_text, description=help_text, parents=[common],
+            formatter_class=HelpFormatter,
+        )  # fmt: skip
+        return made
+
+    replay = command("replay", "referee an event log (JSON Lines)")
+    replay.add_argument(
+        "log", nargs="?", metavar="LOG", help="the event log, one input event per line; - for stdin"
+    )
     replay.add_argument("--output", type=Path, help="verdicts as JSON Lines (default: stdout)")
     replay.add_argument("--rejected", type=Path, help="EventRejected lines go here")
     replay.add_argument(
-        "--max-event-bytes", type=int, default=DEFAULT_MAX_EVENT_BYTES, help="size limit per event"
+        "--max-event-bytes",
+        type=integer(1, MAX_EVENT_BYTES_CAP, "64 MiB"),
+        default=DEFAULT_MAX_EVENT_BYTES,
+        help="size limit per event",
     )
     replay.add_argument(
         "--workers",
-        type=int,
-        default=0,
-        help="processes, each refereeing a shard of the games (default: one per core for a "
-        "large log)",
+        type=integer(1, WORKERS_CAP, "each is a process; past the cores they only cost memory"),
+        help="processes, each refereeing a shard of the games (default: one per core, at most "
+        f"8, for a log file of 4 MiB or more, else 1; at most {WORKERS_CAP})",
     )
-    replay.add_argument(
+    store = replay.add_mutually_exclusive_group()
+    store.add_argument(
         "--database",
         nargs="?",
         const="",
         metavar="URL",
-        help="store everything in PostgreSQL through the processing step; without a URL: "
-        "$REFEREE_DATABASE_URL, else the embedded PostgreSQL",
+        help="store everything in PostgreSQL through the processing step (resumable); "
+        "without a URL: $REFEREE_DATABASE_URL. The log comes first: replay LOG --database",
     )
-    replay.add_argument("--batch-size", type=int, default=2000, help="records per transaction")
+    store.add_argument(
+        "--embedded",
+        action="store_true",
+        help="store everything in the embedded PostgreSQL under $REFEREE_DATA_DIR",
+    )
+    replay.add_argument(
+        "--source-name",
+        metavar="NAME",
+        help="the log's name in rejections and, with --database/--embedded, the key of its "
+        "stored positions (default: the path; needed for - with a store)",
+    )
+    replay.add_argument(
+        "--batch-size",
+        type=integer(1, BATCH_SIZE_CAP),
+        default=2000,
+        help="records per transaction (with a store)",
+    )
     replay.set_defaults(handler=_replay)
 
-    migrate = sub.add_parser("migrate", help="upgrade the database schema to the newest")
-    migrate.add_argument("--database", metavar="URL", help="default: $REFEREE_DATABASE_URL")
+    migrate = command("migrate", "upgrade the database schema to the newest")
+    _database_flags(migrate)
     migrate.set_defaults(handler=_migrate)
 
-    audit = sub.add_parser("audit", help="re-derive every stored verdict from the journal")
-    audit.add_argument("--database", metavar="URL", help="default: $REFEREE_DATABASE_URL")
+    audit = command("audit", "re-derive every stored verdict from the journal")
+    _database_flags(audit)
+    audit.add_argument("--json", action="store_true", help="print the report as JSON")
     audit.set_defaults(handler=_audit)
 
-    demo = sub.add_parser("demo", help="referee the bundled example into the embedded store")
+    demo = command("demo", "referee the bundled example into the embedded store")
     demo.add_argument(
-        "log", type=Path, nargs="?", default=EXAMPLE_LOG, help="default: the bundled example"
+        "log", nargs="?", default=str(EXAMPLE_LOG), metavar="LOG", help="the event log"
     )
-    demo.add_argument("--database", metavar="URL", help="default: the embedded PostgreSQL")
+    demo.add_argument(
+        "--database",
+        metavar="URL",
+        help="default: the embedded PostgreSQL (never $REFEREE_DATABASE_URL)",
+    )
     demo.set_defaults(handler=_demo)
 
-    simulate = sub.add_parser("simulate", help="write a realistic event log of many games")
-    simulate.add_argument("--games", type=int, default=100, help="number of games")
-    simulate.add_argument("--seed", type=int, default=1, help="random seed")
-    simulate.add_argument("--output", type=Path, help="the log (default: stdout)")
+    simulate = command("simulate", "write a realistic event log of many games")
+    simulate.add_argument("--games", type=integer(1), default=100, help="number of games")
+    simulate.add_argument("--seed", type=integer(), default=1, help="random seed")
+    simulate.add_argument("--output", type=Path, help="the log (default: stdout, also -)")
     simulate.add_argument(
         "--rules",
         choices=("default", "random", "edition1"),
@@ -96,27 +210,45 @@ def _parser() -> argparse.ArgumentParser:
         help="every game scores during play so (line or spinner)",
     )
     simulate.add_argument("--scoring", choices=("award", "penalty"), help="every game scored so")
-    simulate.add_argument("--foul-rate", type=float, default=0.02, help="fouls per turn")
-    simulate.add_argument("--bad-rate", type=float, default=0.0, help="bad lines per event")
+    simulate.add_argument("--foul-rate", type=rate, default=0.02, help="fouls per turn")
+    simulate.add_argument("--bad-rate", type=rate, default=0.0, help="bad lines per event")
     simulate.add_argument(
-        "--duplicate-rate", type=float, default=0.0, help="re-sent events per event"
+        "--duplicate-rate", type=rate, default=0.0, help="re-sent events per event"
     )
-    simulate.add_argument("--concurrency", type=int, default=200, help="games in play at once")
-    simulate.add_argument("--max-rounds", type=int, default=3, help="most rounds per game")
+    simulate.add_argument(
+        "--concurrency", type=integer(1), default=200, help="games in play at once"
+    )
+    simulate.add_argument("--max-rounds", type=integer(1), default=3, help="most rounds per game")
     simulate.add_argument(
         "--keyed", action="store_true", help="prefix each line with its game id and a tab"
     )
     simulate.set_defaults(handler=_simulate)
-    serve = sub.add_parser("serve", help="run the live referee on Kafka (see README)")
+    serve = command("serve", "run the live referee on Kafka (see README)")
     serve.add_argument(
         "--migrate", action="store_true", help="upgrade the database schema before starting"
     )
-    serve.set_defaults(handler=_serve)
+    _database_flags(serve)
+    serve.set_defaults(handler=_serve, json_errors=True)
 
-    schemas = sub.add_parser("schemas", help="write the JSON Schemas of every message")
+    schemas = command("schemas", "write the JSON Schemas of every message")
     schemas.add_argument("--output", type=Path, default=Path("schemas"), help="directory")
     schemas.set_defaults(handler=_schemas)
     return parser
+
+
+def _database_flags(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--database",
+        metavar="URL",
+        help="PostgreSQL URL, libpq style (default: $REFEREE_DATABASE_URL)",
+    )
+    where.add_argument(
+        "--embedded",
+        action="store_true",
+        help="use the embedded PostgreSQL under $REFEREE_DATA_DIR (the 'embedded' extra; "
+        "for trying things out)",
+    )
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -141,10 +273,16 @@ def _schemas(args: argparse.Namespace) -> int:
     from referee.contracts.schemas import write_schemas
     from referee.service.asyncapi import render_asyncapi
 
-    for path in write_schemas(args.output):
-        print(path, file=sys.stderr)
-    asyncapi = args.output / "asyncapi.json"
-    asyncapi.write_text(render_asyncapi(), encoding="utf-8")
+    output: Path = args.output
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"--output {output} is a file; schemas writes a directory of them")
+    try:
+        for path in write_schemas(output):
+            print(path, file=sys.stderr)
+        asyncapi = output / "asyncapi.json"
+        asyncapi.write_text(render_asyncapi(), encoding="utf-8")
+    except OSError as failed:
+        raise UsageError(f"cannot write --output {output}: {failed.strerror or failed}") from None
     print(asyncapi, file=sys.stderr)
     return 0
 
@@ -152,49 +290,48 @@ def _schemas(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from referee.cli.serve import serve
 
-    return serve(migrate_first=args.migrate)
-
-
-def _open_out(path: Path | None) -> BinaryIO:
-    if path is None:
-        return sys.stdout.buffer
-    return path.open("wb")
+    return serve(args)
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from referee.processing.replay import ProgressBar, default_workers, format_summary, replay
-
-    log: Path = args.log
-    if args.database is not None:
+    if (
+        args.database
+        and "://" not in args.database
+        and (Path(args.database).exists() or args.database.endswith(".jsonl"))
+    ):
+        raise UsageError(
+            f"--database {args.database} is a log, not a URL: the log comes first, "
+            f"referee replay {args.database} --database [URL]"
+        )
+    if args.log is None:
+        raise UsageError("the log is missing: referee replay LOG (- for standard input)")
+    log = open_log(args.log)
+    if args.database is not None or args.embedded:
         from referee.cli.store_commands import replay_store
 
-        return replay_store(args)
-    if not log.is_file():
-        print(f"referee replay: no such log: {log}", file=sys.stderr)
-        return 2
-    bar = None
-    if sys.stderr.isatty():
-        with log.open("rb") as f:
-            bar = ProgressBar(sum(1 for _ in f))
-    out = _open_out(args.output)
-    rejected = args.rejected.open("wb") if args.rejected else None
+        return replay_store(args, log)
+    from referee.cli.progress import ProgressBar, format_summary
+    from referee.processing.replay import default_workers, replay
+
+    bar = ProgressBar(log_size(log)) if sys.stderr.isatty() else None
+    out = open_output(args.output, "--output", log=log)
+    rejected = open_output(args.rejected, "--rejected", log=log) if args.rejected else None
     try:
         report = replay(
             log,
             out,
             rejected,
+            name=args.source_name,
             max_event_bytes=args.max_event_bytes,
             workers=args.workers or default_workers(log),
             progress=bar,
         )
     finally:
-        out.flush()
-        if args.output is not None:
-            out.close()
+        close_output(out)
         if rejected is not None:
-            rejected.close()
-    if bar is not None:
-        bar.close()
+            close_output(rejected)
+        if bar is not None:
+            bar.close()
     print(format_summary(report), file=sys.stderr)
     return 0
 
@@ -218,17 +355,14 @@ def _simulate(args: argparse.Namespace) -> int:
     )
     problem = options_problem(options)
     if problem is not None:
-        print(f"referee simulate: {problem}", file=sys.stderr)
-        return 2
-    out = _open_out(args.output)
+        raise UsageError(f"referee simulate: {problem}")
+    out = open_output(args.output, "--output")
     try:
         count = 0
         for game_id, line in simulate(options):
             out.write(game_id.encode() + b"\t" + line + b"\n" if args.keyed else line + b"\n")
             count += 1
     finally:
-        out.flush()
-        if args.output is not None:
-            out.close()
+        close_output(out)
     print(f"simulate: wrote {count} lines for {args.games} games", file=sys.stderr)
     return 0

@@ -1,27 +1,49 @@
-"""``referee serve``: configuration from the environment, then the FastStream app."""
+"""``referee serve``: configuration from the environment, then the FastStream app.
+
+Everything it says is a JSON log line, its failures included: a bad setting (exit 2, before
+anything connects), PostgreSQL or Kafka unreachable at start or the HTTP port taken (exit 3).
+"""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
+import errno
 import logging
 
-from referee.cli.store_commands import database_url
+from aiokafka.errors import KafkaConnectionError, KafkaError
+
+from referee.cli.errors import EXIT_OK, UnavailableError
+from referee.cli.store_commands import (
+    _migrate_to_newest,
+    _probe,
+    choose_database,
+    reaching,
+    settings_or_exit,
+)
 from referee.service.logs import configure_logging
 from referee.service.settings import Settings
-from referee.store.database import create_engine, migrate
+from referee.store.database import create_engine
+
+BIND_FAILURES = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
 
 
-def serve(*, migrate_first: bool) -> int:
+def serve(args: argparse.Namespace) -> int:
     """Runs the live referee until SIGTERM or SIGINT; finishes the batch in hand first."""
-    settings = Settings()
+    settings = settings_or_exit()
     configure_logging(settings.log_level)
     log = logging.getLogger("referee.serve")
-    url = database_url(None, settings, embedded_default=True)
-    if migrate_first:
-        migrate(url)
+    db = choose_database(args.database, embedded=args.embedded, settings=settings)
+    if args.migrate:
+        _migrate_to_newest(db, settings)
+    else:
+        _probe(db, settings)
+    asyncio.run(_probe_kafka(settings))
     log.info(
         "starting",
         extra={
+            "database": db.shown,
             "kafka": settings.kafka_bootstrap_servers,
             "input_topic": settings.input_topic,
             "group_id": settings.group_id,
@@ -32,9 +54,57 @@ def serve(*, migrate_first: bool) -> int:
     async def run() -> None:
         from referee.service.app import build
 
-        engine = create_engine(url, settings.db_pool_size, settings.db_max_overflow)
-        app, _ = build(settings, engine)
-        await app.run()
+        engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
+        app, service = build(settings, engine)
+        try:
+            await app.run()
+        except OSError as bind:
+            if bind.errno not in BIND_FAILURES:
+                raise
+            raise UnavailableError(
+                f"cannot listen on {settings.http_host}:{settings.http_port} "
+                f"(REFEREE_HTTP_HOST, REFEREE_HTTP_PORT): {bind.strerror}"
+            ) from bind
+        except KafkaError as kafka:
+            raise _kafka_unavailable(settings, kafka) from kafka
+        finally:
+            # after a failed start the ops port and the engine are still open
+            if service.ops is not None:
+                with contextlib.suppress(Exception):
+                    await service.ops.stop()
+            await engine.dispose()
 
-    asyncio.run(run())
-    return 0
+    with reaching(db):
+        asyncio.run(run())
+    return EXIT_OK
+
+
+async def _probe_kafka(settings: Settings) -> None:
+    """Bootstraps a bare client once, so that an unreachable Kafka fails before anything
+    starts (and aiokafka's own error lines do not repeat ours)."""
+    from aiokafka.client import AIOKafkaClient
+
+    from referee.service.app import consumer_options, kafka_security
+
+    client = AIOKafkaClient(**consumer_options(settings, kafka_security(settings)))
+    quiet = logging.getLogger("aiokafka")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        await client.bootstrap()
+    except KafkaError as kafka:
+        raise _kafka_unavailable(settings, kafka) from kafka
+    finally:
+        quiet.setLevel(level)
+        await client.close()
+
+
+def _kafka_unavailable(settings: Settings, kafka: KafkaError) -> UnavailableError:
+    if isinstance(kafka, KafkaConnectionError):  # its text lists resolved socket addresses
+        what = "no broker could be reached"
+    else:
+        what = f"{type(kafka).__name__}: {kafka}".removesuffix(": ")
+    return UnavailableError(
+        f"Kafka at {settings.kafka_bootstrap_servers} (REFEREE_KAFKA_BOOTSTRAP_SERVERS): "
+        f"{what} (are the brokers up, and the REFEREE_KAFKA_* security settings right?)"
+    )

@@ -1,115 +1,236 @@
-"""Commands that use the store: ``replay --database``, ``migrate``, ``audit``, ``demo``."""
+"""Commands that use the store: ``replay --database``, ``migrate``, ``audit``, ``demo``.
+
+The database is the one named: ``--database URL``, else ``$REFEREE_DATABASE_URL``. The
+embedded PostgreSQL is used only when asked for (``--embedded``, or ``demo`` and ``replay
+--embedded``, which say so on standard error), never as a silent fallback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from referee.cli.args import close_output, log_size, open_log, open_output
+from referee.cli.errors import (
+    EXIT_DIFFERENCE,
+    EXIT_OK,
+    CommandError,
+    UnavailableError,
+    UsageError,
+)
+from referee.cli.progress import ProgressBar, format_summary
 from referee.processing.audit import AuditReport
-from referee.processing.replay import ProgressBar, ReplayReport, format_summary
-from referee.service.settings import Settings
-from referee.store.database import EmbeddedPostgresMissingError, create_engine, embedded_url
+from referee.processing.replay import ReplayReport
+from referee.service.settings import Settings, SettingsError, load_settings
+from referee.store.database import (
+    DatabaseUrlError,
+    EmbeddedPostgresMissingError,
+    check_reachable,
+    create_engine,
+    embedded_url,
+    newest_revision,
+    parse_database_url,
+    schema_revision,
+)
 from referee.store.database import migrate as run_migrations
+from referee.store.errors import describe_failure, is_outage, sqlstate
+
+UNDEFINED_TABLE = "42P01"
 
 
-def database_url(explicit: str | None, settings: Settings, *, embedded_default: bool) -> str:
-    """Returns the URL to use: explicit, else configured, else the embedded PostgreSQL."""
-    if explicit:
-        return explicit
-    if settings.database_url:
-        return settings.database_url
-    if not embedded_default:
-        raise SystemExit("no database: pass --database URL or set REFEREE_DATABASE_URL")
-    print(f"using the embedded PostgreSQL under {settings.data_dir}/pgdata", file=sys.stderr)
+@dataclass(frozen=True, slots=True)
+class Database:
+    """The database a command uses: its URL (secret) and how it may be printed."""
+
+    url: str
+    shown: str
+
+
+def settings_or_exit() -> Settings:
+    """Returns the settings; a bad one is a usage error naming its variable."""
     try:
-        return embedded_url(Path(settings.data_dir))
-    except EmbeddedPostgresMissingError as missing:  # one line for the user, not a traceback
-        raise SystemExit(str(missing)) from None
+        return load_settings()
+    except SettingsError as bad:
+        raise UsageError(f"bad configuration: {bad}") from None
 
 
-def _engine(url: str, settings: Settings) -> AsyncEngine:
-    return create_engine(url, settings.db_pool_size, settings.db_max_overflow)
+def choose_database(explicit: str | None, *, embedded: bool, settings: Settings) -> Database:
+    """Returns the database to use: ``--database``, else the configured one, else (only if
+    asked for) the embedded PostgreSQL."""
+    if embedded:
+        pgdata = Path(settings.data_dir) / "pgdata"
+        print(f"using the embedded PostgreSQL under {pgdata}", file=sys.stderr)
+        try:
+            url = embedded_url(Path(settings.data_dir))
+        except EmbeddedPostgresMissingError as missing:
+            raise UnavailableError(str(missing)) from None
+        return Database(url, f"the embedded PostgreSQL under {pgdata}")
+    url, where = explicit or "", "--database"
+    if not url:
+        url, where = settings.database_url.get_secret_value(), "REFEREE_DATABASE_URL"
+    if not url:
+        raise UsageError(
+            "no database: pass --database URL or set REFEREE_DATABASE_URL "
+            f"(or --embedded for the embedded PostgreSQL under {settings.data_dir}/pgdata)"
+        )
+    try:
+        target = parse_database_url(url)
+    except DatabaseUrlError as bad:
+        raise UsageError(f"{where}: {bad}") from None
+    return Database(url, target.shown)
+
+
+@contextmanager
+def reaching(db: Database) -> Iterator[None]:
+    """Turns a failure to use the database into one line and exit status 3."""
+    try:
+        yield
+    except CommandError:
+        raise
+    except Exception as failed:
+        if not is_outage(failed):
+            raise
+        if sqlstate(failed) == UNDEFINED_TABLE:
+            hint = "the schema is missing: run referee migrate"
+        else:
+            hint = "is the server up, and the URL (--database, REFEREE_DATABASE_URL) right?"
+        raise UnavailableError(
+            f"PostgreSQL at {db.shown}: {describe_failure(failed)} ({hint})"
+        ) from failed
+
+
+def _engine(db: Database, settings: Settings) -> AsyncEngine:
+    return create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
+
+
+def _probe(db: Database, settings: Settings) -> None:
+    """Connects once (10 s at most) so that an unreachable server fails before any work."""
+
+    async def run() -> None:
+        engine = _engine(db, settings)
+        try:
+            await check_reachable(engine)
+        finally:
+            await engine.dispose()
+
+    with reaching(db):
+        asyncio.run(run())
+
+
+def _migrate_to_newest(db: Database, settings: Settings) -> None:
+    _probe(db, settings)
+    with reaching(db):
+        run_migrations(db.url)
 
 
 def migrate(args: argparse.Namespace) -> int:
     """``referee migrate``: Alembic upgrade to head."""
-    settings = Settings()
-    url = database_url(args.database, settings, embedded_default=True)
-    run_migrations(url)
-    print("database schema is at the newest revision", file=sys.stderr)
-    return 0
+    settings = settings_or_exit()
+    db = choose_database(args.database, embedded=args.embedded, settings=settings)
+    _migrate_to_newest(db, settings)
+    print(f"{db.shown}: the schema is at the newest revision, {newest_revision()}", file=sys.stderr)
+    return EXIT_OK
 
 
-def replay_store(args: argparse.Namespace) -> int:
-    """``referee replay LOG --database [URL]``."""
+def replay_store(args: argparse.Namespace, log: Path | BinaryIO) -> int:
+    """``referee replay LOG --database [URL]`` or ``--embedded``."""
     from referee.processing.replay_store import replay_into_store
 
-    settings = Settings()
-    log: Path = args.log.resolve()
-    if not log.is_file():
-        print(f"referee replay: no such log: {log}", file=sys.stderr)
-        return 2
-    url = database_url(args.database, settings, embedded_default=True)
-    run_migrations(url)
+    if isinstance(log, Path):
+        name: str = args.source_name or str(log.resolve())
+    elif args.source_name:
+        name = args.source_name
+    else:
+        raise UsageError(
+            "replaying standard input into a store needs --source-name NAME: the stream's "
+            "positions are stored under that name, and a second run with the same name resumes"
+        )
+    settings = settings_or_exit()
+    out = open_output(args.output, "--output", log=log)
+    rejected = open_output(args.rejected, "--rejected", log=log) if args.rejected else None
     bar = None
-    if sys.stderr.isatty():
-        with log.open("rb") as f:
-            bar = ProgressBar(sum(1 for _ in f))
-    out = sys.stdout.buffer if args.output is None else args.output.open("wb")
-    rejected = args.rejected.open("wb") if args.rejected else None
-
-    async def run() -> tuple[ReplayReport, int]:
-        engine = _engine(url, settings)
-        try:
-            return await replay_into_store(
-                log,
-                engine,
-                out,
-                rejected,
-                batch_size=args.batch_size,
-                max_event_bytes=args.max_event_bytes,
-                cache_games=settings.cache_games,
-                progress=bar,
-            )
-        finally:
-            await engine.dispose()
-
     try:
-        report, skipped = asyncio.run(run())
+        db = choose_database(args.database, embedded=args.embedded, settings=settings)
+        _migrate_to_newest(db, settings)
+        bar = ProgressBar(log_size(log)) if sys.stderr.isatty() else None
+
+        async def run() -> tuple[ReplayReport, int]:
+            engine = _engine(db, settings)
+            try:
+                return await replay_into_store(
+                    log,
+                    engine,
+                    out,
+                    rejected,
+                    name=name,
+                    batch_size=args.batch_size,
+                    max_event_bytes=args.max_event_bytes,
+                    cache_games=settings.cache_games,
+                    progress=bar,
+                )
+            finally:
+                await engine.dispose()
+
+        with reaching(db):
+            report, skipped = asyncio.run(run())
     finally:
-        out.flush()
-        if args.output is not None:
-            out.close()
+        close_output(out)
         if rejected is not None:
-            rejected.close()
-    if bar is not None:
-        bar.close()
+            close_output(rejected)
+        if bar is not None:
+            bar.close()
     print(format_summary(report), file=sys.stderr)
     if skipped:
         print(f"resumed: {skipped} lines were already in the store", file=sys.stderr)
-    return 0
+    return EXIT_OK
 
 
 def audit(args: argparse.Namespace) -> int:
-    """``referee audit``: exits 1 on any difference."""
-    settings = Settings()
-    url = database_url(args.database, settings, embedded_default=True)
-    report = asyncio.run(_audit(url, settings))
-    print(report.summary())
-    return 0 if report.passed else 1
+    """``referee audit``: says which database and schema it checked; exits 1 on a difference."""
+    settings = settings_or_exit()
+    db = choose_database(args.database, embedded=args.embedded, settings=settings)
+    _probe(db, settings)
+    with reaching(db):
+        revision, report = asyncio.run(_audit(db, settings))
+    if args.json:
+        document = {
+            "database": db.shown,
+            "schema_revision": revision,
+            **dataclasses.asdict(report),
+            "passed": report.passed,
+        }
+        print(json.dumps(document, indent=2))
+    else:
+        print(f"database: {db.shown}\nschema revision: {revision}\n{report.summary()}")
+    return EXIT_OK if report.passed else EXIT_DIFFERENCE
 
 
-async def _audit(url: str, settings: Settings) -> AuditReport:
+async def _audit(db: Database, settings: Settings) -> tuple[str, AuditReport]:
     from referee.processing.audit import audit as run_audit
     from referee.store.views import StoreViews
 
-    engine = _engine(url, settings)
+    engine = _engine(db, settings)
     try:
-        return await run_audit(StoreViews(engine), settings.max_event_bytes)
+        revision = await schema_revision(engine)
+        newest = newest_revision()
+        if revision is None:
+            raise UnavailableError(f"{db.shown} has no referee schema: run referee migrate first")
+        if revision != newest:
+            raise UnavailableError(
+                f"{db.shown} has schema revision {revision}, this referee audits {newest}: "
+                "run referee migrate (or the referee that migrated it)"
+            )
+        return revision, await run_audit(StoreViews(engine), settings.max_event_bytes)
     finally:
         await engine.dispose()
 
@@ -120,13 +241,16 @@ def demo(args: argparse.Namespace) -> int:
     from referee.processing.replay_store import replay_into_store
     from referee.store.views import StoreViews
 
-    settings = Settings()
-    url = database_url(args.database, settings, embedded_default=True)
-    run_migrations(url)
-    log: Path = args.log.resolve()
+    log = open_log(args.log)
+    if not isinstance(log, Path):
+        raise UsageError("demo reads a log file, not standard input (try referee replay -)")
+    log = log.resolve()
+    settings = settings_or_exit()
+    db = choose_database(args.database, embedded=not args.database, settings=settings)
+    _migrate_to_newest(db, settings)
 
     async def run() -> int:
-        engine = _engine(url, settings)
+        engine = _engine(db, settings)
         try:
             report, skipped = await replay_into_store(
                 log, engine, None, max_event_bytes=settings.max_event_bytes
@@ -139,11 +263,12 @@ def demo(args: argparse.Namespace) -> int:
             checked = await run_audit(StoreViews(engine), settings.max_event_bytes)
             print("\n== audit ==")
             print(checked.summary())
-            return 0 if checked.passed else 1
+            return EXIT_OK if checked.passed else EXIT_DIFFERENCE
         finally:
             await engine.dispose()
 
-    return asyncio.run(run())
+    with reaching(db):
+        return asyncio.run(run())
 
 
 async def _print_store(engine: AsyncEngine) -> None:

@@ -8,15 +8,15 @@ bytes are the same for any number of workers.
 from __future__ import annotations
 
 import heapq
+import io
 import multiprocessing
 import os
-import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import BinaryIO
 
 import msgspec
 
@@ -30,7 +30,15 @@ from referee.processing.referee import Referee
 PARALLEL_MIN_BYTES = 4 * 1024 * 1024
 """Logs smaller than this are refereed in one process: forking would cost more than it saves."""
 
-PROGRESS_EVERY = 20_000
+PROGRESS_EVERY = 1024
+"""Lines between two progress reports (a power of two: the check is one ``&``); the bar
+decides itself how often to redraw."""
+
+Progress = Callable[[int, int], None]
+"""Told (bytes read, lines read) every ``PROGRESS_EVERY`` lines and once at the end."""
+
+Log = Path | BinaryIO
+"""A log: a file, or a stream read once (standard input)."""
 
 Output = tuple[int, int, bytes]
 """(line number, 0 for a verdict or 1 for a rejection, canonical JSON)."""
@@ -54,67 +62,107 @@ BLANK = b" \t\r"
 """The bytes a blank line may hold (EVENTS.md): a form feed or a no-break space is a record."""
 
 
-def read_log(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Yields (line number, record) for every line of a log that is not blank.
+class Records:
+    """The records of a log stream, telling a progress callback how far it has read."""
 
-    A record is the line exactly as written but for its line break (``\\n`` or ``\\r\\n``);
-    a blank line holds nothing but spaces, tabs and carriage returns (EVENTS.md).
-    """
-    with path.open("rb") as f:
-        for number, line in enumerate(f, start=1):
+    __slots__ = ("progress", "stream")
+
+    def __init__(self, stream: BinaryIO, progress: Progress | None = None) -> None:
+        self.stream = stream
+        self.progress = progress
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        """Yields (line number, record) for every line that is not blank.
+
+        A record is the line exactly as written but for its line break (``\\n`` or
+        ``\\r\\n``); a blank line holds nothing but spaces, tabs and carriage returns
+        (EVENTS.md).
+        """
+        progress = self.progress
+        size = number = 0
+        for number, line in enumerate(self.stream, start=1):
+            if progress is not None:
+                size += len(line)
+                if not number % PROGRESS_EVERY:
+                    progress(size, number)
             record = line[:-1] if line.endswith(b"\n") else line
             if record.endswith(b"\r"):
                 record = record[:-1]
             if record.strip(BLANK):
                 yield number, record
+        if progress is not None:
+            progress(size, number)
 
 
-def default_workers(log: Path) -> int:
-    """Returns how many processes to use: one per core for a large log."""
-    if log.stat().st_size < PARALLEL_MIN_BYTES:
+def read_log(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Yields (line number, record) for every line of a log file that is not blank."""
+    with path.open("rb") as f:
+        yield from Records(f)
+
+
+def opened(log: Log) -> BinaryIO:
+    """Returns a log's stream (a file is opened; the caller closes what it opened)."""
+    return log.open("rb") if isinstance(log, Path) else log
+
+
+def default_workers(log: Log) -> int:
+    """Returns how many processes to use: one per core for a large log file (else one)."""
+    if not isinstance(log, Path) or log.stat().st_size < PARALLEL_MIN_BYTES:
         return 1
     return max(1, min(os.cpu_count() or 1, 8))
 
 
 def replay(
-    log: Path,
+    log: Log,
     verdicts_out: BinaryIO,
     rejected_out: BinaryIO | None,
     *,
+    name: str | None = None,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     workers: int = 1,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> ReplayReport:
-    """Referees a whole log, writing canonical verdict and rejection lines in log order."""
+    """Referees a whole log, writing canonical verdict and rejection lines in log order.
+
+    ``name`` is the file name the rejections' sources give (default: the path, or ``-`` for
+    a stream). A stream is read once; with more than one worker it is read into memory
+    first, so that every worker can read its shard.
+    """
     started = time.perf_counter()
+    source_name = name if name is not None else str(log) if isinstance(log, Path) else "-"
     if workers <= 1:
-        tally = _replay_serial(log, verdicts_out, rejected_out, max_event_bytes, progress)
+        stream = opened(log)
+        try:
+            tally = _replay_serial(
+                Records(stream, progress), source_name, verdicts_out, rejected_out, max_event_bytes
+            )
+        finally:
+            if isinstance(log, Path):
+                stream.close()
     else:
+        shared = log if isinstance(log, Path) else log.read()
         tally = _replay_parallel(
-            log, verdicts_out, rejected_out, max_event_bytes, workers, progress
+            shared, source_name, verdicts_out, rejected_out, max_event_bytes, workers, progress
         )
     return ReplayReport(tally, time.perf_counter() - started, max(workers, 1))
 
 
 def _replay_serial(
-    log: Path,
+    records: Records,
+    name: str,
     verdicts_out: BinaryIO,
     rejected_out: BinaryIO | None,
     max_event_bytes: int,
-    progress: Callable[[int], None] | None,
 ) -> Tally:
     ref = Referee(max_event_bytes)
     process = ref.process
-    name = str(log)
     write = verdicts_out.write
-    for number, line in read_log(log):
+    for number, line in records:
         result = process(line, FileSource(name, number))
         for verdict in result.verdicts:
             write(encode_canonical(verdict) + b"\n")
         if result.rejection is not None and rejected_out is not None:
             rejected_out.write(encode_canonical(result.rejection) + b"\n")
-        if progress is not None and number % PROGRESS_EVERY == 0:
-            progress(number)
     return ref.tally
 
 
@@ -139,97 +187,69 @@ def shard_of(line: bytes, shards: int) -> int:
     return zlib.crc32(game_id.encode()) % shards
 
 
-_progress_counter: multiprocessing.sharedctypes.Synchronized[int] | None = None
+_progress_counter: multiprocessing.sharedctypes.SynchronizedArray[int] | None = None
+_log_in_memory: bytes = b""
 
 
-def _replay_shard(job: tuple[Path, int, int, int]) -> tuple[list[Output], Tally]:
-    log, shard, shards, max_event_bytes = job
+def _replay_shard(job: tuple[Path | None, str, int, int, int]) -> tuple[list[Output], Tally]:
+    log, name, shard, shards, max_event_bytes = job
     ref = Referee(max_event_bytes)
     process = ref.process
-    name = str(log)
     outputs: list[Output] = []
     counter = _progress_counter if shard == 0 else None  # one worker reports for all
-    for number, line in read_log(log):
-        if counter is not None and number % PROGRESS_EVERY == 0:
-            counter.value = number
-        if shard_of(line, shards) != shard:
-            continue
-        result = process(line, FileSource(name, number))
-        if result.verdicts:
-            outputs.extend((number, 0, encode_canonical(v)) for v in result.verdicts)
-        if result.rejection is not None:
-            outputs.append((number, 1, encode_canonical(result.rejection)))
+
+    def report(size: int, lines: int) -> None:
+        assert counter is not None
+        counter[0], counter[1] = size, lines
+
+    stream = io.BytesIO(_log_in_memory) if log is None else log.open("rb")
+    with stream:
+        for number, line in Records(stream, None if counter is None else report):
+            if shard_of(line, shards) != shard:
+                continue
+            result = process(line, FileSource(name, number))
+            if result.verdicts:
+                outputs.extend((number, 0, encode_canonical(v)) for v in result.verdicts)
+            if result.rejection is not None:
+                outputs.append((number, 1, encode_canonical(result.rejection)))
     return outputs, ref.tally
 
 
-def _init_worker(counter: multiprocessing.sharedctypes.Synchronized[int]) -> None:
-    global _progress_counter  # noqa: PLW0603 - one counter per worker process
+def _init_worker(counter: multiprocessing.sharedctypes.SynchronizedArray[int], data: bytes) -> None:
+    global _progress_counter, _log_in_memory  # noqa: PLW0603 - one of each per worker process
     _progress_counter = counter
+    _log_in_memory = data
 
 
 def _replay_parallel(
-    log: Path,
+    log: Path | bytes,
+    name: str,
     verdicts_out: BinaryIO,
     rejected_out: BinaryIO | None,
     max_event_bytes: int,
     workers: int,
-    progress: Callable[[int], None] | None,
+    progress: Progress | None,
 ) -> Tally:
     ctx = multiprocessing.get_context("fork")
-    counter = ctx.Value("q", 0)
-    jobs = [(log, shard, workers, max_event_bytes) for shard in range(workers)]
-    with ctx.Pool(workers, initializer=_init_worker, initargs=(counter,)) as pool:
+    counter = ctx.Array("q", 2)  # bytes read, lines read
+    path, data = (log, b"") if isinstance(log, Path) else (None, log)
+    jobs = [(path, name, shard, workers, max_event_bytes) for shard in range(workers)]
+    # forked, the workers share the in-memory log: initargs are not pickled under fork
+    with ctx.Pool(workers, initializer=_init_worker, initargs=(counter, data)) as pool:
         pending = pool.map_async(_replay_shard, jobs)
         while not pending.ready():
             pending.wait(0.2)
             if progress is not None:
-                progress(counter.value)
+                progress(counter[0], counter[1])
         results = pending.get()
+    if progress is not None:
+        progress(counter[0], counter[1])
     tally = Tally()
     for _, part in results:
         tally.merge(part)
-    for _, kind, data in heapq.merge(*(outputs for outputs, _ in results)):
+    for _, kind, data_line in heapq.merge(*(outputs for outputs, _ in results)):
         if kind == 0:
-            verdicts_out.write(data + b"\n")
+            verdicts_out.write(data_line + b"\n")
         elif rejected_out is not None:
-            rejected_out.write(data + b"\n")
+            rejected_out.write(data_line + b"\n")
     return tally
-
-
-def format_summary(report: ReplayReport) -> str:
-    """Returns the human summary printed on standard error."""
-    t = report.tally
-    lines = [
-        (f"events: {t.records} records, {sum(t.events.values())} judged ({_counts(t.events)})"),
-        f"verdicts: {sum(t.verdicts.values())} ({_counts(t.verdicts)})",
-        f"rejections: {sum(t.rejections.values())} ({_counts(t.rejections)})",
-        f"duplicates: {t.duplicates}",
-        (
-            f"speed: {report.events_per_second:,.0f} events/s "
-            f"({report.seconds:.2f} s, {report.workers} worker(s))"
-        ),
-    ]
-    return "\n".join(lines)
-
-
-def _counts(counter: dict[str, int]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in sorted(counter.items())) or "none"
-
-
-class ProgressBar:
-    """A one-line progress bar on a terminal, driven by the log's line count."""
-
-    def __init__(self, total_lines: int, stream: TextIO = sys.stderr) -> None:
-        self.total = max(total_lines, 1)
-        self.stream = stream
-
-    def __call__(self, done: int) -> None:
-        """Redraws the bar."""
-        width = 40
-        filled = min(width, width * done // self.total)
-        bar = "#" * filled + "-" * (width - filled)
-        print(f"\r[{bar}] {done}/{self.total}", end="", file=self.stream, flush=True)
-
-    def close(self) -> None:
-        """Ends the bar's line."""
-        print(file=self.stream)

@@ -5,6 +5,10 @@ its newest projection version on a miss), and append journal, projection, verdic
 letters and consumer positions in one transaction. The positions are the truth about what
 was processed: after a crash at any instant, a restart from them gives exactly the rows of a
 run that never crashed.
+
+Batches can be pipelined (``submit``): batch N+1 is judged while batch N's transaction is in
+flight, and written once N has committed, so the CPU judges while PostgreSQL writes.
+docs/design.md, "Pipelining", says why that keeps every guarantee.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -21,7 +26,7 @@ from referee.contracts.state_codec import decode_state, encode_state
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import InputEvent
 from referee.processing.ledger import Fingerprint, GameLedger
-from referee.processing.outcome import Processed
+from referee.processing.outcome import Processed, Tally
 from referee.processing.ports import StepStore, StepTransaction
 from referee.processing.referee import Referee, failure_detail
 from referee.store.rows import (
@@ -81,6 +86,32 @@ class PositionMoved(Exception):  # noqa: N818 - a fact, like the events
         self.stored = stored
 
 
+Partition = tuple[str, int]
+
+YIELD_EVERY = 256
+"""Records judged between two yields to the event loop, so the write in flight (and the
+consumer's fetches) go on while a batch is judged."""
+
+
+@dataclass(slots=True)
+class _Judged:
+    """A batch judged and its rows built, not yet written."""
+
+    records: list[InputRecord]
+    """The whole batch as received (to process again if its write fails)."""
+    result: StepResult
+    rows: StepRows
+    touched: set[str]
+    expected: dict[Partition, int]
+    """The stored position its write must find, per partition."""
+    counted: Tally
+    """The tally before the batch."""
+
+
+OnCommitted = Callable[[StepResult], None]
+"""Called when a batch's transaction has committed (to wake the relay, count, commit offsets)."""
+
+
 class ProcessingStep:
     """The unit of work of the referee, bound to one consumer group."""
 
@@ -91,44 +122,48 @@ class ProcessingStep:
         *,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         cache_games: int = 100_000,
+        on_committed: OnCommitted | None = None,
     ) -> None:
         self.store = store
         self.group_id = group_id
         self.referee = Referee(max_event_bytes)
         self.cache_games = cache_games
+        self.on_committed = on_committed
         self._recency: OrderedDict[str, None] = OrderedDict()
         self._lock = asyncio.Lock()
-        """Held by a batch in flight; the rebalance listener waits for it."""
-        self.positions: dict[tuple[str, int], int] = {}
-        """The last processed offset per (topic, partition), as stored."""
+        """Held while a batch is judged or settled; the rebalance listener waits for it."""
+        self.positions: dict[Partition, int] = {}
+        """The offset the next batch must find stored, per (topic, partition): the last
+        processed, counting the batch in flight."""
+        self.committed: dict[Partition, int] = {}
+        """The last offset known committed, per (topic, partition)."""
+        self._in_flight: tuple[_Judged, asyncio.Task[None]] | None = None
 
-    async def forget_partitions(self, partitions: set[tuple[str, int]]) -> None:
+    async def forget_partitions(self, partitions: set[Partition]) -> None:
         """Drops what this instance knew of partitions it no longer owns.
 
-        It waits for the batch in flight: the rebalance listener runs concurrently with the
-        batch handler, and a cache emptied under a batch would make it judge from missing
-        state. Game states need no finer dropping: a game missing from the cache is reloaded
-        from its newest projection version.
+        It waits for the batch in flight (judged, and written): the rebalance listener runs
+        concurrently with the batch handler, and a cache emptied under a batch would make it
+        judge from missing state. Game states need no finer dropping: a game missing from the
+        cache is reloaded from its newest projection version.
         """
         async with self._lock:
+            await self._settle()
             for tp in partitions:
                 self.positions.pop(tp, None)
+                self.committed.pop(tp, None)
             self.referee.games.clear()
             self._recency.clear()
 
     async def load_positions(self, topic: str, partitions: list[int]) -> dict[int, int]:
         """Reads the stored positions of these partitions (and remembers them)."""
         async with self._lock:
+            await self._settle()
             return await self._read_positions(topic, partitions)
 
-    async def _read_positions(self, topic: str, partitions: list[int]) -> dict[int, int]:
-        stored = await self.store.load_positions(self.group_id, topic, partitions)
-        for partition in partitions:
-            self.positions[topic, partition] = stored.get(partition, -1)
-        return stored
-
     async def process(self, records: list[InputRecord]) -> StepResult:
-        """Processes a batch in one transaction; on failure nothing is kept, not even cache.
+        """Processes a batch in one transaction, waiting for it; on failure nothing is kept,
+        not even cache.
 
         A batch that fails for another reason than a database outage holds a record the
         referee cannot process (a defect): the batch is split in halves, each processed in its
@@ -137,7 +172,93 @@ class ProcessingStep:
         on. An outage is raised for the caller to retry, and nothing is quarantined.
         """
         async with self._lock:
+            await self._settle()
             return await self._isolating(records)
+
+    async def submit(self, records: list[InputRecord]) -> None:
+        """Judges a batch now and writes it once the batch in flight has committed, without
+        waiting for its own write (``settle`` or the next call does).
+
+        A failure of the batch in flight comes out here: an outage or a moved position is
+        raised (nothing of either batch is kept, the positions are the stored ones), and a
+        record that cannot be written is isolated as ``process`` isolates it.
+        """
+        async with self._lock:
+            try:
+                judged = await self._judge(records)
+            except Exception as exc:
+                if isinstance(exc, PositionMoved) or self.store.is_outage(exc):
+                    await self._settle()
+                    raise
+                # a defect outside the per-record boundary (building rows, say)
+                await self._settle()
+                self._report(await self._isolating(records))
+                return
+            consumed = await self._settle(judged)
+            if judged is not None and not consumed:
+                write = asyncio.create_task(self._write(judged, announce=True))
+                self._in_flight = (judged, write)
+
+    async def settle(self) -> None:
+        """Waits for the batch in flight to be written (raises as ``submit`` does)."""
+        async with self._lock:
+            await self._settle()
+
+    # --- the pipeline ----------------------------------------------------------------------
+
+    async def _settle(self, next_batch: _Judged | None = None) -> bool:
+        """Waits for the write in flight, then keeps or undoes its effects (and, when it
+        failed, those of ``next_batch``, judged on top of it). Returns whether
+        ``next_batch`` was processed here already (after its predecessor was isolated)."""
+        if self._in_flight is None:
+            return False
+        judged, write = self._in_flight
+        self._in_flight = None
+        try:
+            await write
+        except BaseException as exc:
+            self._undo(judged, next_batch)
+            if isinstance(exc, PositionMoved) or not isinstance(exc, Exception):
+                raise
+            if self.store.is_outage(exc):
+                raise
+            # a record of the batch could not be written: isolate it, then the next batch
+            self._report(await self._isolating(judged.records))
+            if next_batch is None:
+                return False
+            self._report(await self._isolating(next_batch.records))
+            return True
+        self._kept(judged, pinned=next_batch.touched if next_batch is not None else set())
+        return False
+
+    async def _write(self, judged: _Judged, *, announce: bool) -> None:
+        async with self.store.transaction() as tx:
+            await self._fence(tx, judged.expected)
+            await tx.append(judged.rows)
+        if announce and self.on_committed is not None:
+            # at once: the relay publishes (and metrics count) without waiting for the
+            # next batch; the cache is settled later, under the lock
+            self.on_committed(judged.result)
+
+    def _kept(self, judged: _Judged, pinned: set[str]) -> None:
+        for tp, offset in _last_offsets(judged.result).items():
+            self.committed[tp] = offset
+        self._trim(judged.touched, pinned)
+
+    def _undo(self, *batches: _Judged | None) -> None:
+        """Forgets every effect of judged batches whose write failed: their games (evicted,
+        to be loaded again as stored), their positions and their counts."""
+        judged = [b for b in batches if b is not None]
+        for b in judged:
+            self._evict(b.touched)
+        self.referee.tally = judged[0].counted
+        self.positions = dict(self.committed)
+
+    def _report(self, result: StepResult) -> None:
+        if self.on_committed is not None and (result.processed or result.skipped):
+            self.on_committed(result)
+
+    # --- one batch ---------------------------------------------------------------------------
 
     async def _isolating(self, records: list[InputRecord]) -> StepResult:
         try:
@@ -162,62 +283,84 @@ class ProcessingStep:
     async def _quarantine(self, record: InputRecord, detail: str) -> StepResult:
         """Appends a record the referee failed on as rejected (``internal_error``), alone."""
         await self._ensure_positions([record])
+        tp = (record.topic, record.partition)
         result = StepResult()
-        if record.offset <= self.positions[record.topic, record.partition]:
+        if record.offset <= self.positions[tp]:
             result.skipped = 1
             return result
         async with self.store.transaction() as tx:
-            await self._fence(tx, {(record.topic, record.partition)})
+            await self._fence(tx, {tp: self.positions[tp]})
             processed = self.referee.quarantine(record.raw, record.source, detail)
             result.processed = [(record, processed)]
             await tx.append(self._rows(result.processed, await tx.reserve_journal_ids(1)))
         result.transactions = 1
-        self.positions[record.topic, record.partition] = record.offset
+        self.positions[tp] = self.committed[tp] = record.offset
         return result
 
     async def _process(self, records: list[InputRecord]) -> StepResult:
+        judged = await self._judge(records)
+        if judged is None:
+            return StepResult(skipped=len(records))
+        try:
+            await self._write(judged, announce=False)
+        except BaseException:
+            self._undo(judged)
+            raise
+        self._kept(judged, pinned=set())
+        return judged.result
+
+    async def _judge(self, records: list[InputRecord]) -> _Judged | None:
+        """Judges the fresh records of a batch and builds its rows; the games and positions
+        in memory move on at once (``_undo`` takes them back if the write fails)."""
         await self._ensure_positions(records)
-        fresh = [r for r in records if r.offset > self.positions[r.topic, r.partition]]
-        result = StepResult(skipped=len(records) - len(fresh))
+        positions = self.positions
+        fresh = [r for r in records if r.offset > positions[r.topic, r.partition]]
         if not fresh:
-            return result
-        parsed = [self.referee.parse(r.raw) for r in fresh]
+            return None
+        result = StepResult(skipped=len(records) - len(fresh), transactions=1)
+        referee = self.referee
+        parsed = [referee.parse(r.raw) for r in fresh]
         touched = {g for p in parsed if (g := p.game_id) is not None}
-        counted = self.referee.tally.copy()
+        counted = referee.tally.copy()
+        expected = {(r.topic, r.partition): positions[r.topic, r.partition] for r in fresh}
         try:
             async with self.store.transaction() as tx:
-                await self._fence(tx, {(r.topic, r.partition) for r in fresh})
                 await self._load(tx, parsed, touched)
-                result.processed = [
-                    (record, self.referee.apply(record.raw, record.source, event))
-                    for record, event in zip(fresh, parsed, strict=True)
-                ]
-                await tx.append(
-                    self._rows(result.processed, await tx.reserve_journal_ids(len(fresh)))
-                )
+                ids = await tx.reserve_journal_ids(len(fresh))
+            processed = result.processed
+            for i, (record, event) in enumerate(zip(fresh, parsed, strict=True)):
+                processed.append((record, referee.apply(record.raw, record.source, event)))
+                if i % YIELD_EVERY == YIELD_EVERY - 1:
+                    await asyncio.sleep(0)
+            rows = self._rows(processed, ids)
         except BaseException:
             self._evict(touched)
-            self.referee.tally = counted
+            referee.tally = counted
             raise
-        result.transactions = 1
         for record in fresh:
-            self.positions[record.topic, record.partition] = record.offset
-        self._trim(touched)
-        return result
+            positions[record.topic, record.partition] = record.offset
+        return _Judged(records, result, rows, touched, expected, counted)
 
-    async def _fence(self, tx: StepTransaction, partitions: set[tuple[str, int]]) -> None:
+    async def _fence(self, tx: StepTransaction, expected: dict[Partition, int]) -> None:
         """Locks the batch's partitions for this transaction and checks nobody moved them.
 
         After a rebalance, the old owner may still be committing a batch of a partition the
         new owner has started on; the lock serialises them and the check makes the second one
         give up and re-seek, so no record is ever processed twice.
         """
-        for topic, partition in sorted(partitions):
+        for topic, partition in sorted(expected):
             stored = await tx.lock_position(self.group_id, topic, partition)
-            expected = self.positions[topic, partition]
-            if stored != expected:
-                self.positions[topic, partition] = stored
-                raise PositionMoved(topic, partition, stored, expected)
+            if stored != expected[topic, partition]:
+                self.committed[topic, partition] = stored
+                raise PositionMoved(topic, partition, stored, expected[topic, partition])
+
+    async def _read_positions(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        stored = await self.store.load_positions(self.group_id, topic, partitions)
+        for partition in partitions:
+            self.positions[topic, partition] = self.committed[topic, partition] = stored.get(
+                partition, -1
+            )
+        return stored
 
     async def _ensure_positions(self, records: list[InputRecord]) -> None:
         missing: dict[str, list[int]] = {}
@@ -317,15 +460,29 @@ class ProcessingStep:
             self.referee.games.pop(g, None)
             self._recency.pop(g, None)
 
-    def _trim(self, touched: set[str]) -> None:
+    def _trim(self, touched: set[str], pinned: set[str]) -> None:
         """Marks the games of a committed batch most recent (those it started included), then
-        drops the least recent beyond the bound."""
+        drops the least recent beyond the bound, never a game of the batch judged next
+        (``pinned``): its write is not settled, so the store does not hold its state yet."""
         games = self.referee.games
         recency = self._recency
         for g in touched:
             if g in games:
                 recency[g] = None
                 recency.move_to_end(g)
+        kept: list[str] = []
         while len(recency) > self.cache_games:
             oldest, _ = recency.popitem(last=False)
-            games.pop(oldest, None)
+            if oldest in pinned:
+                kept.append(oldest)
+            else:
+                games.pop(oldest, None)
+        for g in kept:
+            recency[g] = None
+
+
+def _last_offsets(result: StepResult) -> dict[Partition, int]:
+    last: dict[Partition, int] = {}
+    for record, _ in result.processed:
+        last[record.topic, record.partition] = record.offset
+    return last

@@ -22,7 +22,6 @@ from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 from faststream.message import StreamMessage
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.contracts.rejection import KafkaSource
@@ -31,6 +30,8 @@ from referee.service.http import OpsServer
 from referee.service.metrics import Metrics
 from referee.service.relay import MakeProducer, Outbox, OutboxRelay, TopicTails
 from referee.service.settings import Settings
+from referee.store.database import ping
+from referee.store.relay_store import PostgresRelayStore
 from referee.store.step_store import PostgresStepStore
 
 log = logging.getLogger("referee.serve")
@@ -39,28 +40,29 @@ RELAY_STOP_SECONDS = 15.0
 
 
 def kafka_security(settings: Settings) -> BaseSecurity | None:
-    """Returns FastStream's security object for the configured SASL/SSL settings."""
-    protocol = settings.kafka_security_protocol.upper()
+    """Returns FastStream's security object for the configured SASL/SSL settings.
+
+    The settings are validated (``Settings``): a SASL protocol has a mechanism, a client
+    certificate comes with its key and a TLS protocol. With a client certificate the TLS
+    context presents it (mutual TLS, e.g. a Strimzi ``KafkaUser`` of type ``tls``), alone
+    with ``SSL`` or beside SASL with ``SASL_SSL``.
+    """
+    protocol = settings.kafka_security_protocol
     if protocol == "PLAINTEXT":
         return None
-    import ssl
-
     context = None
     if protocol in ("SSL", "SASL_SSL"):
-        context = ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None)
+        context = settings.kafka_ssl_context()
     if protocol == "SSL":
         return BaseSecurity(ssl_context=context, use_ssl=True)
-    mechanism = settings.kafka_sasl_mechanism.upper()
     kinds: dict[str, type[SASLPlaintext | SASLScram256 | SASLScram512]] = {
         "PLAIN": SASLPlaintext,
         "SCRAM-SHA-256": SASLScram256,
         "SCRAM-SHA-512": SASLScram512,
     }
-    if mechanism not in kinds:
-        raise ValueError(f"unsupported SASL mechanism {mechanism!r}")
-    return kinds[mechanism](
+    return kinds[settings.kafka_sasl_mechanism](
         username=settings.kafka_sasl_username,
-        password=settings.kafka_sasl_password,
+        password=settings.kafka_sasl_password.get_secret_value(),
         ssl_context=context,
         use_ssl=protocol == "SASL_SSL",
     )
@@ -71,14 +73,14 @@ def consumer_options(settings: Settings, security: BaseSecurity | None) -> dict[
     options: dict[str, Any] = {"bootstrap_servers": settings.kafka_bootstrap_servers}
     if security is None:
         return options
-    protocol = settings.kafka_security_protocol.upper()
+    protocol = settings.kafka_security_protocol
     options["security_protocol"] = protocol
     if security.ssl_context is not None:
-        options["ssl_context"] = security.ssl_context
+        options["ssl_context"] = security.ssl_context  # the client certificate included
     if protocol.startswith("SASL"):
-        options["sasl_mechanism"] = settings.kafka_sasl_mechanism.upper()
+        options["sasl_mechanism"] = settings.kafka_sasl_mechanism
         options["sasl_plain_username"] = settings.kafka_sasl_username
-        options["sasl_plain_password"] = settings.kafka_sasl_password
+        options["sasl_plain_password"] = settings.kafka_sasl_password.get_secret_value()
     return options
 
 
@@ -127,8 +129,7 @@ class Service:
         problems = []
         try:
             async with asyncio.timeout(2):
-                async with self.engine.connect() as conn:
-                    await conn.execute(text("SELECT 1"))
+                await ping(self.engine)
         except Exception as exc:  # noqa: BLE001 - any failure means not ready
             problems.append(f"postgresql unreachable: {exc.__class__.__name__}")
         if self.consumer is None:
@@ -233,10 +234,10 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         "input key, in Kafka transactions: read with isolation.level=read_committed.",
     )
     relay = OutboxRelay(
-        engine,
+        PostgresRelayStore(engine),
         [
-            Outbox("verdicts", settings.verdict_topic, "game_id"),
-            Outbox("dead_letters", settings.dlq_topic, "key"),
+            Outbox("verdicts", settings.verdict_topic),
+            Outbox("dead_letters", settings.dlq_topic),
         ],
         relay_producer(settings, security),
         TopicTails(consumer_options(settings, security)),
@@ -366,6 +367,14 @@ async def _watch_lag(service: Service) -> None:
                 position = service.step.positions.get((tp.topic, tp.partition), -1) + 1
                 if high is not None:
                     service.metrics.consumer_lag.labels(str(tp.partition)).set(high - position)
-        with contextlib.suppress(Exception):
-            for name, n in (await service.relay.lag()).items():
-                service.metrics.relay_lag.labels(name).set(n)
+        try:
+            backlog = await service.relay.backlog()
+        except Exception:
+            log.warning("relay backlog not read", exc_info=True)
+            continue
+        for outbox in service.relay.outboxes:
+            known = backlog.get(outbox.name)
+            service.metrics.relay_unpublished.labels(outbox.name).set(known.rows if known else 0)
+            service.metrics.relay_oldest_unpublished.labels(outbox.name).set(
+                known.oldest_seconds if known else 0
+            )

@@ -26,7 +26,7 @@ def asyncapi_document() -> dict[str, Any]:
     from referee.store.database import create_engine
 
     settings = Settings(database_url="postgresql://docs@localhost/docs")
-    engine = create_engine(settings.database_url)
+    engine = create_engine(settings.database_url.get_secret_value())
     _, service = build(settings, engine)
     spec = AsyncAPI(
         service.broker,

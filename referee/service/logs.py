@@ -37,3 +37,13 @@ def configure_logging(level: str) -> None:
     root.setLevel(level.upper())
     for noisy in ("aiokafka", "faststream"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+
+
+def failure_line(logger: str, message: str, exit_code: int | None) -> str:
+    """Returns a failure as one JSON log line, whether or not logging was configured yet."""
+    record = logging.makeLogRecord(
+        {"name": logger, "levelno": logging.ERROR, "levelname": "ERROR", "msg": message}
+    )
+    if exit_code is not None:
+        record.exit_code = exit_code
+    return JsonFormatter().format(record)

@@ -49,11 +49,22 @@ class Metrics:
         self.batch_errors = Counter(
             "referee_batch_errors", "Batches that failed and were retried.", registry=r
         )
-        self.relay_lag = Gauge(
-            "referee_relay_lag",
-            "Outbox rows not yet published, by outbox.",
+        self.relay_unpublished = Gauge(
+            "referee_relay_unpublished_rows",
+            "Outbox rows committed but not yet published, by outbox (on the leading relay; "
+            "0 on the others).",
             ["outbox"],
             registry=r,
+        )
+        self.relay_oldest_unpublished = Gauge(
+            "referee_relay_oldest_unpublished_seconds",
+            "Age of the oldest outbox row not yet published, by outbox (on the leading relay; "
+            "0 on the others).",
+            ["outbox"],
+            registry=r,
+        )
+        self.relay_leader = Gauge(
+            "referee_relay_leader", "1 while this instance's relay leads, else 0.", registry=r
         )
         self.published = Counter(
             "referee_published",

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,16 +26,13 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import ProducerFenced
 from aiokafka.partitioner import murmur2
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from referee.service.metrics import Metrics
+from referee.store.relay_store import Backlog, OutboxRow
 
 log = logging.getLogger("referee.relay")
 
 POSITION_HEADER = "outbox-position"
-RELAY_LOCK = 0x5245_4C41_59  # "RELAY"
-APPLICATION_NAME = "referee-relay"
 TAIL_WINDOW = 50
 TAIL_STALL_SECONDS = 10.0
 START_SECONDS = 60.0
@@ -75,13 +73,49 @@ MakeProducer = Callable[[], TransactionalProducer]
 """Returns a new, unstarted transactional producer (always the same transactional id)."""
 
 
+class RelaySession(Protocol):
+    """A store session of the relay: the relay lock goes with it (``store/relay_store.py``)."""
+
+    async def try_lead(self) -> bool:
+        """Takes the relay lock if no other session holds it."""
+
+    async def release(self) -> None:
+        """Gives the relay lock back."""
+
+    async def checkpoint(self, outbox: str) -> int:
+        """Returns how far the outbox is known to be published (0: nothing known)."""
+
+    async def rows_after(self, outbox: str, cursor: int, limit: int) -> list[OutboxRow]:
+        """Returns up to ``limit`` rows of the outbox past ``cursor``, in position order."""
+
+    async def save_checkpoint(self, outbox: str, position: int) -> None:
+        """Records that every row of the outbox up to ``position`` is on its topic."""
+
+
+class RelayStore(Protocol):
+    """What the relay needs of a store: sessions, and the backlog for the metrics."""
+
+    def session(self) -> AbstractAsyncContextManager[RelaySession]:
+        """Opens a session of its own."""
+
+    async def backlog(self, outbox: str, after: int) -> Backlog:
+        """Returns the rows of the outbox past ``after`` and the oldest one's age."""
+
+
+class Tails(Protocol):
+    """Reads how far each partition of a topic got (``TopicTails`` on a real broker)."""
+
+    async def read(self, topic: str) -> tuple[int, dict[int, int]]:
+        """Returns (partition count, last committed outbox position per partition)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Outbox:
     """A table whose rows are published, in position order, to a topic."""
 
     name: str
+    """The outbox table: ``verdicts`` or ``dead_letters``."""
     topic: str
-    key_column: str
 
 
 def partition_for(key: bytes | None, partitions: int, position: int) -> int:
@@ -202,17 +236,17 @@ class OutboxRelay:
 
     def __init__(
         self,
-        engine: AsyncEngine,
+        store: RelayStore,
         outboxes: list[Outbox],
         make_producer: MakeProducer,
-        tails: TopicTails,
+        tails: Tails,
         metrics: Metrics,
         *,
         batch: int = 2000,
         poll_seconds: float = 0.05,
         checkpoint_every: int = 5000,
     ) -> None:
-        self.engine = engine
+        self.store = store
         self.outboxes = outboxes
         self.make_producer = make_producer
         self.tails = tails
@@ -223,6 +257,7 @@ class OutboxRelay:
         self.leading = False
         self.in_transaction = False
         self.wake = asyncio.Event()
+        self._progress: dict[str, _Progress] = {}
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Leads when it can, until ``stopping`` is set; recovers from every failure."""
@@ -243,72 +278,76 @@ class OutboxRelay:
                 await _sleep_unless(stopping, backoff)
                 backoff = min(backoff * 2, 10.0)
 
+    async def backlog(self) -> dict[str, Backlog]:
+        """Returns each outbox's rows past what this relay published (empty unless it leads)."""
+        if not self.leading:
+            return {}
+        return {
+            name: await self.store.backlog(name, state.cursor)
+            for name, state in list(self._progress.items())
+        }
+
     async def _try_to_lead(self, stopping: asyncio.Event) -> None:
-        async with self.engine.connect() as conn:
-            got = (
-                await conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": RELAY_LOCK})
-            ).scalar()
-            await conn.commit()
-            if not got:
+        async with self.store.session() as session:
+            if not await session.try_lead():
                 await _sleep_unless(stopping, 1.0)
                 return
             self.leading = True
+            self.metrics.relay_leader.set(1)
             # A fresh producer every term: a fenced or failed one cannot be reused.
             producer = self.make_producer()
             try:
-                await _name_session(conn, APPLICATION_NAME)
                 # Fences the previous leader: the broker aborts its open transaction (or
                 # waits for its commit to complete) before the init returns, so the tails
                 # read next hold every record that will ever be committed before ours.
                 await asyncio.wait_for(producer.start(), START_SECONDS)
                 log.info("relay leads: publishing the outboxes")
-                await self._lead(conn, producer, stopping)
+                await self._lead(session, producer, stopping)
             finally:
                 self.leading = False
+                self.metrics.relay_leader.set(0)
+                self._progress = {}
                 # Leave no transaction open behind the lock: a successor's init would
                 # abort it anyway, but until then it holds back read_committed readers.
                 await self._close(producer)
-                with contextlib.suppress(Exception):
-                    await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": RELAY_LOCK})
-                    await _name_session(conn, "")
-                    await conn.commit()
+                try:
+                    await session.release()
+                except Exception:
+                    log.warning("relay lock not released; its session is closed", exc_info=True)
 
     async def _close(self, producer: TransactionalProducer) -> None:
         if self.in_transaction:
             self.in_transaction = False
             self.metrics.relay_transactions.labels("aborted").inc()
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(producer.abort_transaction(), CLOSE_SECONDS)
-        with contextlib.suppress(Exception):
+            except Exception:
+                log.warning("relay transaction not aborted here", exc_info=True)
+        try:
             await asyncio.wait_for(producer.stop(), CLOSE_SECONDS)
+        except Exception:
+            log.warning("relay producer did not stop cleanly", exc_info=True)
 
     async def _lead(
-        self, conn: AsyncConnection, producer: TransactionalProducer, stopping: asyncio.Event
+        self, session: RelaySession, producer: TransactionalProducer, stopping: asyncio.Event
     ) -> None:
-        progress = {o.name: await self._resume(conn, o) for o in self.outboxes}
+        progress = self._progress = {o.name: await self._resume(session, o) for o in self.outboxes}
         while not stopping.is_set():
             moved = 0
             for outbox in self.outboxes:
-                moved += await self._pump(conn, producer, outbox, progress[outbox.name])
+                moved += await self._pump(session, producer, outbox, progress[outbox.name])
             if not moved:
-                await self._checkpoint(conn, progress, force=True)
+                await self._checkpoint(session, progress, force=True)
                 self.wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
             else:
-                await self._checkpoint(conn, progress, force=False)
-        await self._checkpoint(conn, progress, force=True)
+                await self._checkpoint(session, progress, force=False)
+        await self._checkpoint(session, progress, force=True)
 
-    async def _resume(self, conn: AsyncConnection, outbox: Outbox) -> _Progress:
-        checkpoint = (
-            await conn.execute(
-                text("SELECT max(position) FROM relay_checkpoints WHERE outbox = :o"),
-                {"o": outbox.name},
-            )
-        ).scalar()
-        await conn.commit()
+    async def _resume(self, session: RelaySession, outbox: Outbox) -> _Progress:
+        cursor = await session.checkpoint(outbox.name)
         partitions, last = await self.tails.read(outbox.topic)
-        cursor = int(checkpoint or 0)
         log.info(
             "relay resumes",
             extra={"outbox": outbox.name, "checkpoint": cursor, "published_tails": last},
@@ -317,42 +356,31 @@ class OutboxRelay:
 
     async def _pump(
         self,
-        conn: AsyncConnection,
+        session: RelaySession,
         producer: TransactionalProducer,
         outbox: Outbox,
         state: _Progress,
     ) -> int:
-        rows = (
-            await conn.execute(
-                text(
-                    f"SELECT position, {outbox.key_column}, body FROM {outbox.name} "  # noqa: S608 - names are constants
-                    "WHERE position > :c ORDER BY position LIMIT :n"
-                ),
-                {"c": state.cursor, "n": self.batch},
-            )
-        ).all()
-        await conn.commit()
+        rows = await session.rows_after(outbox.name, state.cursor, self.batch)
         if not rows:
-            self.metrics.relay_lag.labels(outbox.name).set(0)
             return 0
-        todo: list[tuple[int, int, bytes | None, bytes]] = []
-        for position, key, body in rows:
-            key_bytes = key if key is None or isinstance(key, bytes) else str(key).encode()
-            partition = partition_for(key_bytes, state.partitions, position)
-            if position <= state.last.get(partition, 0):
+        todo: list[tuple[int, OutboxRow]] = []
+        for row in rows:
+            partition = partition_for(row.key, state.partitions, row.position)
+            if row.position <= state.last.get(partition, 0):
                 continue  # already on the topic (found in its tail on resume)
-            todo.append((partition, position, key_bytes, str(body).encode()))
+            todo.append((partition, row))
         if todo:
             await producer.begin_transaction()
             self.in_transaction = True
             futures = []
-            for partition, position, key_bytes, body in todo:
+            for partition, row in todo:
                 future = await producer.send(
                     outbox.topic,
-                    body,
-                    key=key_bytes,
+                    row.body,
+                    key=row.key,
                     partition=partition,
-                    headers=[(POSITION_HEADER, str(position).encode())],
+                    headers=[(POSITION_HEADER, str(row.position).encode())],
                 )
                 future.add_done_callback(_retrieved)
                 futures.append(future)
@@ -362,60 +390,29 @@ class OutboxRelay:
             await producer.commit_transaction()
             self.in_transaction = False
             self.metrics.relay_transactions.labels("committed").inc()
-        for partition, position, _, _ in todo:
-            state.last[partition] = max(state.last.get(partition, 0), position)
-        state.cursor = int(rows[-1][0])
+        for partition, row in todo:
+            state.last[partition] = max(state.last.get(partition, 0), row.position)
+        state.cursor = rows[-1].position
         state.since_checkpoint += len(rows)
         self.metrics.published.labels(outbox.topic).inc(len(todo))
         return len(rows)
 
     async def _checkpoint(
-        self, conn: AsyncConnection, progress: dict[str, _Progress], *, force: bool
+        self, session: RelaySession, progress: dict[str, _Progress], *, force: bool
     ) -> None:
         for name, state in progress.items():
             if state.since_checkpoint == 0 or (
                 not force and state.since_checkpoint < self.checkpoint_every
             ):
                 continue
-            await conn.execute(
-                text(
-                    "INSERT INTO relay_checkpoints (outbox, position) VALUES (:o, :p) "
-                    "ON CONFLICT DO NOTHING"
-                ),
-                {"o": name, "p": state.cursor},
-            )
-            await conn.commit()
+            await session.save_checkpoint(name, state.cursor)
             state.since_checkpoint = 0
-
-    async def lag(self) -> dict[str, int]:
-        """Returns how many outbox rows are past the newest checkpoint (for /metrics)."""
-        async with self.engine.connect() as conn:
-            out = {}
-            for o in self.outboxes:
-                n = (
-                    await conn.execute(
-                        text(
-                            f"SELECT count(*) FROM {o.name} WHERE position > "  # noqa: S608
-                            "(SELECT coalesce(max(position), 0) FROM relay_checkpoints "
-                            "WHERE outbox = :o)"
-                        ),
-                        {"o": o.name},
-                    )
-                ).scalar()
-                out[o.name] = int(n or 0)
-            return out
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
     # a failed pump raises its first error; the others would be logged as never retrieved
     if not future.cancelled():
         future.exception()
-
-
-async def _name_session(conn: AsyncConnection, name: str) -> None:
-    # so an operator (or a test) finds the leader's session in pg_stat_activity
-    await conn.execute(text("SELECT set_config('application_name', :n, false)"), {"n": name})
-    await conn.commit()
 
 
 async def _sleep_unless(stopping: asyncio.Event, seconds: float) -> None:

@@ -1,47 +1,104 @@
-"""Configuration of the live service, read from ``REFEREE_*`` environment variables."""
+"""Configuration of the live service, read from ``REFEREE_*`` environment variables.
+
+Every setting is checked when it is read, before anything connects: enum-like settings are
+``Literal`` types, ports and sizes have ranges, the database URL is parsed as PostgreSQL's,
+files named by a setting must be readable, and secrets are ``SecretStr`` (never printed).
+:func:`load_settings` turns a failure into :class:`SettingsError`: one line that names each
+bad variable and says what it must be.
+"""
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+import os
+import ssl
+from typing import Any, Literal
+
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from referee.service.limits import BATCH_SIZE_CAP, MAX_EVENT_BYTES_CAP
+from referee.store.database import parse_database_url
+
+PREFIX = "REFEREE_"
+
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+
+_NOT_A_PROTOCOL = {
+    "TLS": "Kafka calls TLS 'SSL': use SSL, or SASL_SSL with SASL",
+    "MTLS": "mutual TLS is SSL with REFEREE_KAFKA_SSL_CERTFILE and REFEREE_KAFKA_SSL_KEYFILE",
+    "SCRAM": "SCRAM is a SASL mechanism: use SASL_SSL with REFEREE_KAFKA_SASL_MECHANISM",
+}
+
+
+class SettingsError(ValueError):
+    """The configuration is invalid; the message names every bad setting, on one line."""
 
 
 class Settings(BaseSettings):
     """Every knob of ``referee serve``, ``referee migrate`` and ``referee audit``."""
 
-    model_config = SettingsConfigDict(env_prefix="REFEREE_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=PREFIX, extra="ignore")
 
-    database_url: str = Field(
-        default="",
-        description="SQLAlchemy URL of PostgreSQL, e.g. "
-        "postgresql+asyncpg://referee:pw@db/referee. "
-        "Empty means the embedded PostgreSQL (pgserver, the 'embedded' extra) under data_dir.",
+    database_url: SecretStr = Field(
+        default=SecretStr(""),
+        description="PostgreSQL URL, libpq style (postgresql:// or postgres://, "
+        "postgresql+asyncpg:// too; ?sslmode=, sslrootcert=, sslcert=, sslkey= understood), "
+        "e.g. postgresql://referee:pw@db/referee?sslmode=verify-full. Empty: the commands "
+        "that can use the embedded PostgreSQL ask for --embedded.",
     )
     data_dir: str = Field(default=".referee", description="Where the embedded PostgreSQL lives.")
     db_pool_size: int = Field(default=5, ge=1, description="Connections kept in the pool.")
     db_max_overflow: int = Field(default=5, ge=0, description="Extra connections under load.")
 
     kafka_bootstrap_servers: str = Field(
-        default="localhost:9092", description="Comma-separated host:port list of Kafka brokers."
+        default="localhost:9092",
+        min_length=1,
+        description="Comma-separated host:port list of Kafka brokers.",
     )
-    kafka_security_protocol: str = Field(
+    kafka_security_protocol: SecurityProtocol = Field(
         default="PLAINTEXT", description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."
     )
-    kafka_sasl_mechanism: str = Field(
+    kafka_sasl_mechanism: SaslMechanism = Field(
         default="", description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: no SASL)."
     )
     kafka_sasl_username: str = Field(default="", description="SASL user name.")
-    kafka_sasl_password: str = Field(default="", description="SASL password.")
+    kafka_sasl_password: SecretStr = Field(default=SecretStr(""), description="SASL password.")
     kafka_ssl_cafile: str = Field(default="", description="CA bundle to verify the brokers.")
+    kafka_ssl_certfile: str = Field(
+        default="",
+        description="Client certificate (PEM) for mutual TLS, e.g. a Strimzi KafkaUser's "
+        "user.crt; with SSL or SASL_SSL.",
+    )
+    kafka_ssl_keyfile: str = Field(
+        default="", description="Private key (PEM) of the client certificate (user.key)."
+    )
+    kafka_ssl_key_password: SecretStr = Field(
+        default=SecretStr(""), description="Password of an encrypted private key."
+    )
 
-    input_topic: str = Field(default="domino.game-events", description="Topic of game events.")
+    input_topic: str = Field(
+        default="domino.game-events", min_length=1, description="Topic of game events."
+    )
     verdict_topic: str = Field(
-        default="domino.referee-verdicts", description="Topic the verdicts are published to."
+        default="domino.referee-verdicts",
+        min_length=1,
+        description="Topic the verdicts are published to.",
     )
     dlq_topic: str = Field(
-        default="domino.game-events.dlq", description="Topic of rejected input (EventRejected)."
+        default="domino.game-events.dlq",
+        min_length=1,
+        description="Topic of rejected input (EventRejected).",
     )
-    group_id: str = Field(default="referee", description="Kafka consumer group id.")
+    group_id: str = Field(default="referee", min_length=1, description="Kafka consumer group id.")
     relay_transactional_id: str = Field(
         default="",
         description="transactional.id of the relay's Kafka producer, the same on every "
@@ -61,22 +118,150 @@ class Settings(BaseSettings):
         description="How long the group waits for a silent instance before moving its "
         "partitions (within the broker's group.min/max.session.timeout.ms).",
     )
-    batch_size: int = Field(default=2000, ge=1, description="Most records in one processing step.")
+    batch_size: int = Field(
+        default=2000, ge=1, le=BATCH_SIZE_CAP, description="Most records in one processing step."
+    )
     batch_linger_ms: int = Field(
         default=50, ge=0, description="How long to wait for a batch to fill, in milliseconds."
     )
     max_event_bytes: int = Field(
-        default=65536, ge=1, description="Largest accepted input event; larger is too_large."
+        default=65536,
+        ge=1,
+        le=MAX_EVENT_BYTES_CAP,
+        description="Largest accepted input event; larger is too_large.",
     )
     cache_games: int = Field(
         default=100_000, ge=1, description="Most game states kept in the hot cache."
     )
     http_host: str = Field(default="0.0.0.0", description="Address of /healthz, /readyz, /metrics.")  # noqa: S104
-    http_port: int = Field(default=8080, description="Port of /healthz, /readyz and /metrics.")
-    log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
+    http_port: int = Field(
+        default=8080, ge=1, le=65535, description="Port of /healthz, /readyz and /metrics."
+    )
+    log_level: LogLevel = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
     ready_requires_partition: bool = Field(
         default=True,
         description="Whether /readyz also needs at least one input partition assigned to this "
         "instance. Turn it off where instances can outnumber the partitions (autoscaling, a "
         "surge pod in a rolling update): an instance with no partition is healthy but idle.",
+    )
+
+    @field_validator("kafka_security_protocol", "kafka_sasl_mechanism", "log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any, info: ValidationInfo) -> Any:
+        # Case never mattered for these (they were compared upper-cased); keep accepting it.
+        if isinstance(value, str):
+            value = value.strip().upper()
+            if info.field_name == "kafka_security_protocol" and value in _NOT_A_PROTOCOL:
+                raise ValueError(_NOT_A_PROTOCOL[value])
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgresql_url(cls, value: SecretStr) -> SecretStr:
+        url = value.get_secret_value()
+        if url:
+            parse_database_url(url)  # raises ValueError with a message free of the password
+        return value
+
+    @field_validator("kafka_ssl_cafile", "kafka_ssl_certfile", "kafka_ssl_keyfile")
+    @classmethod
+    def _readable_file(cls, value: str) -> str:
+        if value and not (os.path.isfile(value) and os.access(value, os.R_OK)):  # noqa: PTH113
+            raise ValueError(f"no readable file {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _kafka_security_agrees(self) -> Settings:
+        protocol = self.kafka_security_protocol
+        sasl = protocol.startswith("SASL_")
+        tls = protocol in ("SSL", "SASL_SSL")
+        if sasl and not self.kafka_sasl_mechanism:
+            raise ValueError(
+                f"REFEREE_KAFKA_SASL_MECHANISM is needed with {protocol}: "
+                "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+            )
+        if sasl and not self.kafka_sasl_username:
+            raise ValueError(f"REFEREE_KAFKA_SASL_USERNAME is needed with {protocol}")
+        if not sasl and self.kafka_sasl_mechanism:
+            raise ValueError(
+                f"REFEREE_KAFKA_SASL_MECHANISM={self.kafka_sasl_mechanism} needs "
+                f"REFEREE_KAFKA_SECURITY_PROTOCOL SASL_PLAINTEXT or SASL_SSL, not {protocol}"
+            )
+        if not tls and (self.kafka_ssl_certfile or self.kafka_ssl_keyfile):
+            raise ValueError(
+                "REFEREE_KAFKA_SSL_CERTFILE/REFEREE_KAFKA_SSL_KEYFILE need "
+                f"REFEREE_KAFKA_SECURITY_PROTOCOL SSL or SASL_SSL, not {protocol}"
+            )
+        if bool(self.kafka_ssl_certfile) != bool(self.kafka_ssl_keyfile):
+            raise ValueError(
+                "REFEREE_KAFKA_SSL_CERTFILE and REFEREE_KAFKA_SSL_KEYFILE go together "
+                "(the client certificate and its private key)"
+            )
+        if self.kafka_ssl_key_password.get_secret_value() and not self.kafka_ssl_keyfile:
+            raise ValueError(
+                "REFEREE_KAFKA_SSL_KEY_PASSWORD is set but no REFEREE_KAFKA_SSL_KEYFILE"
+            )
+        if tls:
+            try:
+                self.kafka_ssl_context()
+            except (ssl.SSLError, OSError) as bad:
+                raise ValueError(
+                    "REFEREE_KAFKA_SSL_CAFILE/CERTFILE/KEYFILE/KEY_PASSWORD: cannot load them: "
+                    f"{bad.strerror or bad}"
+                ) from None
+        return self
+
+    def kafka_ssl_context(self) -> ssl.SSLContext:
+        """Returns the TLS context for the brokers: their CA, and the client certificate if
+        any (mutual TLS, e.g. a Strimzi ``KafkaUser`` of type ``tls``)."""
+        context = ssl.create_default_context(cafile=self.kafka_ssl_cafile or None)
+        if self.kafka_ssl_certfile:
+            context.load_cert_chain(
+                self.kafka_ssl_certfile,
+                self.kafka_ssl_keyfile,
+                self.kafka_ssl_key_password.get_secret_value() or None,
+            )
+        return context
+
+
+SECRET_FIELDS = frozenset(
+    name for name, field in Settings.model_fields.items() if field.annotation is SecretStr
+)
+
+
+def env_name(field: str) -> str:
+    """Returns the environment variable of a setting."""
+    return f"{PREFIX}{field.upper()}"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Reads the settings from the environment; raises :class:`SettingsError` if one is bad."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as invalid:
+        raise SettingsError(describe(invalid)) from None
+
+
+def describe(invalid: ValidationError) -> str:
+    """Returns what is wrong with each bad setting, naming its variable; never a secret."""
+    lines = []
+    for error in invalid.errors(include_url=False, include_input=False, include_context=True):
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if not error["loc"]:  # a check across settings names its variables itself
+            lines.append(message)
+            continue
+        field = str(error["loc"][0])
+        name = env_name(field)
+        raw = os.environ.get(name)
+        shown = "" if raw is None or field in SECRET_FIELDS else f"={raw!r}"
+        lines.append(f"{name}{shown}: {_plain(message)}")
+    return "; ".join(lines)
+
+
+def _plain(message: str) -> str:
+    """Rewords pydantic's messages for an operator reading a variable."""
+    return (
+        message.replace("Input should be", "must be")
+        .replace("greater than or equal to", "at least")
+        .replace("less than or equal to", "at most")
     )

@@ -1,10 +1,24 @@
-"""Connecting to PostgreSQL: the configured server, or the embedded one (pgserver)."""
+"""Connecting to PostgreSQL: the configured server, or the embedded one (pgserver).
+
+Operators paste libpq URLs (``postgresql://user:pw@host/db?sslmode=verify-full``); asyncpg
+takes its TLS settings as one ``ssl`` connect argument instead, and SQLAlchemy would hand it
+``sslmode=`` as an unknown keyword. :func:`parse_database_url` maps the libpq parameters to
+asyncpg's arguments, refuses what it does not understand with a message that names it (and
+never the password), and is the only place a URL is read.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import ssl
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy.engine import make_url
+from sqlalchemy import text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -20,26 +34,180 @@ EMBEDDED_MISSING = (
     "(or set REFEREE_DATABASE_URL to a PostgreSQL server)"
 )
 
+SCHEMES = frozenset({"postgresql", "postgres", "postgresql+asyncpg", "postgresql+psycopg"})
+SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+SSL_FILES = ("sslrootcert", "sslcert", "sslkey")
+PASSED_THROUGH = frozenset({"host", "port", "ssl", "prepared_statement_cache_size"})
+"""Query parameters SQLAlchemy's asyncpg dialect reads itself."""
+LIBPQ = frozenset({*SSL_FILES, "sslmode", "sslpassword", "connect_timeout", "application_name"})
+URL_SHAPE = "postgresql://user:password@host:5432/database"
+
 
 class EmbeddedPostgresMissingError(RuntimeError):
     """The embedded PostgreSQL was asked for, but the optional ``pgserver`` is not installed."""
 
 
-def async_url(url: str) -> str:
-    """Returns the URL with the asyncpg driver (``postgresql://`` is accepted too)."""
-    parsed = make_url(url)
-    if parsed.drivername in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+asyncpg"):
-        parsed = parsed.set(drivername="postgresql+asyncpg")
-    else:
-        raise ValueError(f"not a PostgreSQL URL: {parsed.drivername}")
-    return parsed.render_as_string(hide_password=False)
+class DatabaseUrlError(ValueError):
+    """A database URL that is not PostgreSQL's, or a parameter that cannot be honoured."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseTarget:
+    """A parsed database URL: the asyncpg URL and the connect arguments libpq's became."""
+
+    url: URL
+    connect_args: dict[str, Any]
+    shown: str
+    """The URL as written but for the password (``***``): what may be printed or logged."""
+
+
+def parse_database_url(url: str) -> DatabaseTarget:
+    """Parses a PostgreSQL URL (libpq style accepted); raises :class:`DatabaseUrlError`."""
+    try:
+        parsed = make_url(url.strip())
+    except ArgumentError:  # its message repeats the URL, password and all
+        raise DatabaseUrlError(f"not a database URL; expected {URL_SHAPE}") from None
+    if parsed.drivername not in SCHEMES:
+        raise DatabaseUrlError(
+            f"{parsed.drivername}:// is not PostgreSQL; expected {URL_SHAPE} "
+            "(postgres:// and postgresql+asyncpg:// work too)"
+        )
+    query = {key: _single(key, value) for key, value in parsed.query.items()}
+    unknown = sorted(set(query) - LIBPQ - PASSED_THROUGH)
+    if unknown:
+        raise DatabaseUrlError(
+            f"unknown URL parameter {unknown[0]!r}; understood: "
+            + ", ".join(sorted(LIBPQ | PASSED_THROUGH))
+        )
+    connect_args: dict[str, Any] = {}
+    tls = _ssl_argument(query)
+    if tls is not None:
+        if "ssl" in query:
+            raise DatabaseUrlError("give sslmode= or asyncpg's ssl=, not both")
+        connect_args["ssl"] = tls
+    if "connect_timeout" in query:
+        connect_args["timeout"] = _seconds(query["connect_timeout"])
+    if "application_name" in query:
+        connect_args["server_settings"] = {"application_name": query["application_name"]}
+    kept = {k: v for k, v in query.items() if k in PASSED_THROUGH}
+    return DatabaseTarget(
+        parsed.set(drivername="postgresql+asyncpg", query=kept),
+        connect_args,
+        _shown(parsed),
+    )
+
+
+def _shown(parsed: URL) -> str:
+    """The URL as written, its password and a key's password (``sslpassword``) hidden."""
+    if "sslpassword" in parsed.query:
+        parsed = parsed.update_query_dict({"sslpassword": "***"})
+    return parsed.render_as_string(hide_password=True)
+
+
+def _single(key: str, value: str | tuple[str, ...]) -> str:
+    if isinstance(value, tuple):
+        raise DatabaseUrlError(f"URL parameter {key!r} is given more than once")
+    return value
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise DatabaseUrlError(f"connect_timeout={value!r} is not a number of seconds") from None
+    if seconds <= 0:
+        raise DatabaseUrlError("connect_timeout must be positive")
+    return seconds
+
+
+def _ssl_argument(query: dict[str, str]) -> ssl.SSLContext | str | None:
+    """Returns asyncpg's ``ssl`` argument for libpq's sslmode and certificate files.
+
+    ``disable``, ``allow``, ``prefer`` and ``require`` without files are asyncpg's own modes
+    (the same semantics as libpq's). A certificate makes TLS mandatory, so it needs
+    ``require`` or ``verify-*``: ``verify-ca`` checks the server's chain against
+    ``sslrootcert`` (the system CAs when it is absent or ``system``), ``verify-full`` the
+    host name too; ``require`` with ``sslrootcert`` verifies the chain, as libpq does.
+    """
+    mode = query.get("sslmode")
+    if mode is not None and mode not in SSL_MODES:
+        raise DatabaseUrlError(f"sslmode={mode!r}; expected one of {', '.join(SSL_MODES)}")
+    files = {name: query[name] for name in SSL_FILES if query.get(name)}
+    if "sslkey" in files and "sslcert" not in files:
+        raise DatabaseUrlError("sslkey= needs sslcert= (the client certificate)")
+    if "sslpassword" in query and "sslkey" not in files:
+        raise DatabaseUrlError("sslpassword= needs sslkey=")
+    if not files and mode not in ("verify-ca", "verify-full"):
+        return mode  # asyncpg's own (and None: its default, prefer, like libpq's)
+    if mode in (None, "disable", "allow", "prefer"):
+        raise DatabaseUrlError(
+            f"{', '.join(f'{k}=' for k in files)} need sslmode=require, verify-ca or "
+            f"verify-full (got {'no sslmode' if mode is None else 'sslmode=' + mode})"
+        )
+    rootcert = files.get("sslrootcert")
+    if mode == "require" and rootcert is not None:
+        mode = "verify-ca"
+    for name, path in files.items():
+        if not (name == "sslrootcert" and path == "system") and not Path(path).is_file():
+            raise DatabaseUrlError(f"{name}={path!r}: no such file")
+    try:
+        if mode == "require":
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        else:
+            cafile = None if rootcert in (None, "system") else rootcert
+            context = ssl.create_default_context(cafile=cafile)
+            context.check_hostname = mode == "verify-full"
+        if "sslcert" in files:
+            context.load_cert_chain(
+                files["sslcert"], files.get("sslkey"), query.get("sslpassword") or None
+            )
+    except (ssl.SSLError, OSError) as bad:
+        raise DatabaseUrlError(f"cannot load the TLS files of the URL: {bad}") from None
+    return context
 
 
 def create_engine(url: str, pool_size: int = 5, max_overflow: int = 5) -> AsyncEngine:
     """Returns an async engine on the asyncpg driver."""
+    target = parse_database_url(url)
     return create_async_engine(
-        async_url(url), pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True
+        target.url,
+        connect_args=target.connect_args,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        pool_pre_ping=True,
     )
+
+
+async def check_reachable(engine: AsyncEngine, seconds: float = 10.0) -> None:
+    """Connects once and runs ``SELECT 1``; raises what the connection raised."""
+    async with asyncio.timeout(seconds), engine.connect() as conn:
+        await conn.execute(text("SELECT 1"))
+
+
+async def schema_revision(engine: AsyncEngine) -> str | None:
+    """Returns the Alembic revision the database is at (None: never migrated)."""
+    async with engine.connect() as conn:
+        if await conn.scalar(text("SELECT to_regclass('alembic_version')")) is None:
+            return None
+        revision: str | None = await conn.scalar(text("SELECT version_num FROM alembic_version"))
+        return revision
+
+
+def newest_revision() -> str:
+    """Returns the head revision of the migrations this code ships."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    assert head is not None, "the migrations have a head"
+    return head
+
+
+async def ping(engine: AsyncEngine) -> None:
+    """Asks the server for nothing: raises if it cannot be reached."""
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT 1"))
 
 
 def embedded_url(data_dir: Path) -> str:
@@ -50,14 +218,16 @@ def embedded_url(data_dir: Path) -> str:
     optional extra ``referee[embedded]`` (34 MB of binaries the service image does without):
     without it this raises :class:`EmbeddedPostgresMissingError` with one line that says so.
     """
-    try:
-        import pgserver  # type: ignore[import-untyped,unused-ignore]
-    except ImportError:
-        raise EmbeddedPostgresMissingError(EMBEDDED_MISSING) from None
-
-    pgdata = (data_dir / "pgdata").resolve()
-    pgdata.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(pgdata)  # type: ignore[attr-defined,unused-ignore]
+    with warnings.catch_warnings():
+        # platformdirs (under pgserver) warns on every run where no XDG_RUNTIME_DIR is set
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        try:
+            import pgserver  # type: ignore[import-untyped,unused-ignore]
+        except ImportError:
+            raise EmbeddedPostgresMissingError(EMBEDDED_MISSING) from None
+        pgdata = (data_dir / "pgdata").resolve()
+        pgdata.mkdir(parents=True, exist_ok=True)
+        server = pgserver.get_server(pgdata)  # type: ignore[attr-defined,unused-ignore]
     uri: str = server.get_uri()
     return uri
 
@@ -76,7 +246,9 @@ def _alembic(action: str, url: str, revision: str) -> None:
     from alembic import command
     from alembic.config import Config
 
+    parse_database_url(url)  # a bad URL is reported before Alembic starts
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    config.set_main_option("sqlalchemy.url", async_url(url).replace("%", "%%"))
+    # migrations/env.py opens it with create_engine above: libpq parameters work there too
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     getattr(command, action)(config, revision)

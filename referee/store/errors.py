@@ -9,6 +9,9 @@ have kept) is a defect that one record can trigger, and the step isolates that r
 
 from __future__ import annotations
 
+import os
+import socket
+
 import asyncpg
 from sqlalchemy import exc as sa_exc
 
@@ -73,3 +76,26 @@ def _chain(exc: BaseException) -> list[BaseException]:
         seen.append(current)
         current = getattr(current, "orig", None) or current.__cause__
     return seen
+
+
+def describe_failure(exc: BaseException) -> str:
+    """Returns what went wrong with the database in a few words, for an operator.
+
+    The server's own message when it gave one (a refused password, a missing database),
+    else the socket's (connection refused, an unknown host, a timeout).
+    """
+    for cause in _chain(exc):
+        if isinstance(cause, asyncpg.PostgresError):
+            return str(cause.args[0] if cause.args else cause).splitlines()[0]
+    for cause in _chain(exc):
+        if isinstance(cause, TimeoutError | sa_exc.TimeoutError):
+            return "timed out"
+        if isinstance(cause, socket.gaierror):
+            return f"unknown host ({cause.strerror})"
+        if isinstance(cause, OSError):
+            if cause.errno:  # asyncio's text repeats the address; the URL says it already
+                return os.strerror(cause.errno).lower()
+            return str(cause).splitlines()[0] or type(cause).__name__
+    last = _chain(exc)[-1]
+    text = str(last).splitlines()[0] if str(last) else ""
+    return f"{type(last).__name__}: {text}" if text else type(last).__name__

@@ -27,6 +27,7 @@ from deploy_helpers import (
     HelmError,
     Renderer,
     containers,
+    render_chart,
     settings_configmap,
 )
 
@@ -264,6 +265,8 @@ def test_keda_scales_on_the_input_topic_lag(render: Renderer) -> None:
         (DEFAULT, {"kafka.securityProtocol": "SASL"}, "at '/kafka/securityProtocol'"),
         (DEFAULT, {"kafka.securityProtocol": "SASL_SSL"}, "needs kafka.sasl.mechanism"),
         (DEFAULT, {"kafka.ssl.caSecret": "ca"}, "not SSL or SASL_SSL"),
+        (DEFAULT, {"kafka.ssl.clientSecret": "user"}, "clientSecret is set but"),
+        (DEFAULT, {"kafka.ssl.keyPasswordKey": "pw"}, "keyPasswordKey is set but"),
     ],
 )
 def test_bad_values_fail_the_render(
@@ -337,3 +340,29 @@ def test_values_yaml_is_commented() -> None:
         below = lines[index + 1 : index + 2]
         commented = [x for x in above + below if x.lstrip().startswith("#")]
         assert commented, f"values.yaml: {match.group(1)} has no comment"
+
+
+def test_a_client_certificate_is_mounted_and_named_for_mutual_tls(helm: Path) -> None:
+    """A Strimzi TLS user: its Secret mounted, the files named in the settings, the key's
+    password taken from the same Secret, in the Deployment and the migration Job alike."""
+    docs = render_chart(helm, ALL)
+    config = settings_configmap(docs)["data"]
+    assert config["REFEREE_KAFKA_SSL_CERTFILE"] == "/etc/referee/kafka-client/user.crt"
+    assert config["REFEREE_KAFKA_SSL_KEYFILE"] == "/etc/referee/kafka-client/user.key"
+    workloads = [d for d in docs if d["kind"] in ("Deployment", "Job")]
+    assert {d["kind"] for d in workloads} == {"Deployment", "Job"}
+    for doc in workloads:
+        spec = doc["spec"]["template"]["spec"]
+        (volume,) = [v for v in spec["volumes"] if v["name"] == "kafka-client"]
+        assert volume["secret"]["secretName"] == "referee-kafka-user"
+        assert [i["key"] for i in volume["secret"]["items"]] == ["user.crt", "user.key"]
+        (container,) = [c for c in containers(doc) if c["name"] in ("referee", "migrate")]
+        (mount,) = [m for m in container["volumeMounts"] if m["name"] == "kafka-client"]
+        assert mount == {
+            "name": "kafka-client",
+            "mountPath": "/etc/referee/kafka-client",
+            "readOnly": True,
+        }
+        env = {e["name"]: e for e in container.get("env", [])}
+        password = env["REFEREE_KAFKA_SSL_KEY_PASSWORD"]["valueFrom"]["secretKeyRef"]
+        assert password == {"name": "referee-kafka-user", "key": "user.key.password"}

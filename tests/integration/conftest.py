@@ -109,7 +109,7 @@ RELAY_LOCK_HOLDERS = (
 
 async def relay_lock_holders(conn: asyncpg.Connection) -> list[tuple[int, str]]:
     """(pid, application_name) of the sessions of this database holding the relay lock."""
-    from referee.service.relay import RELAY_LOCK
+    from referee.store.locks import RELAY_LOCK
 
     rows = await conn.fetch(RELAY_LOCK_HOLDERS, RELAY_LOCK)
     return [(int(r["pid"]), str(r["application_name"])) for r in rows]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from referee.cli.errors import EXIT_UNAVAILABLE
 from referee.cli.main import main
 from referee.store.database import EMBEDDED_MISSING, EmbeddedPostgresMissingError, embedded_url
 
@@ -45,24 +46,25 @@ def test_the_cli_exits_with_that_one_line(
 ) -> None:
     monkeypatch.delenv("REFEREE_DATABASE_URL", raising=False)
     monkeypatch.setenv("REFEREE_DATA_DIR", str(tmp_path))
-    with pytest.raises(SystemExit) as caught:
-        main(["migrate"])
-    assert caught.value.code == EMBEDDED_MISSING
-    assert "Traceback" not in capsys.readouterr().err
+    assert main(["migrate", "--embedded"]) == EXIT_UNAVAILABLE
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == f"referee migrate: {EMBEDDED_MISSING}"
+    assert "Traceback" not in err
 
 
 def test_a_configured_url_never_needs_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The service with REFEREE_DATABASE_URL (the image, the chart) never imports pgserver."""
-    from referee.cli.store_commands import database_url
+    from referee.cli.store_commands import choose_database
     from referee.service.settings import Settings
 
     monkeypatch.setitem(sys.modules, "pgserver", None)
     monkeypatch.setenv("REFEREE_DATABASE_URL", "postgresql://u:p@db:5432/referee")
     monkeypatch.setenv("REFEREE_DATA_DIR", str(tmp_path))
-    url = database_url(None, Settings(), embedded_default=True)
-    assert url == "postgresql://u:p@db:5432/referee"
+    db = choose_database(None, embedded=False, settings=Settings())
+    assert db.url == "postgresql://u:p@db:5432/referee"
+    assert db.shown == "postgresql://u:***@db:5432/referee"
 
 
 def test_pgserver_is_an_extra_not_a_dependency() -> None:

@@ -7,6 +7,7 @@ inside functions included) and checked against the table below, the one in docs/
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -69,3 +70,21 @@ def test_a_module_imports_only_the_layers_below_its_own(path: Path) -> None:
 
 def test_every_layer_is_in_the_table() -> None:
     assert {layer_of(p) for p in MODULES} == set(MAY_IMPORT)
+
+
+SQL = re.compile(r"\b(SELECT|INSERT INTO|UPDATE|DELETE FROM|COPY|pg_[a-z_]+\()")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MODULES if layer_of(p) != "store"],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_no_sql_outside_the_store(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found = SQL.search(node.value)
+            assert found is None or not node.value.strip().startswith(found.group(1)), (
+                f"{path.name}:{node.lineno} holds SQL: {node.value[:60]!r}"
+            )

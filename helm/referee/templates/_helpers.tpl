@@ -78,6 +78,10 @@ app.kubernetes.io/part-of: referee
 /etc/referee/kafka-ca/{{ .Values.kafka.ssl.caKey }}
 {{- end }}
 
+{{- define "referee.clientDir" -}}
+/etc/referee/kafka-client
+{{- end }}
+
 {{/*
 Checks of the values; included by every template so that a bad value fails
 `helm template`, `helm lint` and `helm install` alike.
@@ -118,6 +122,12 @@ Checks of the values; included by every template so that a bad value fails
 {{- if and .Values.kafka.ssl.caSecret (not (include "referee.tlsEnabled" .)) -}}
 {{- fail "kafka.ssl.caSecret is set but kafka.securityProtocol is not SSL or SASL_SSL" -}}
 {{- end -}}
+{{- if and .Values.kafka.ssl.clientSecret (not (include "referee.tlsEnabled" .)) -}}
+{{- fail "kafka.ssl.clientSecret is set but kafka.securityProtocol is not SSL or SASL_SSL" -}}
+{{- end -}}
+{{- if and .Values.kafka.ssl.keyPasswordKey (not .Values.kafka.ssl.clientSecret) -}}
+{{- fail "kafka.ssl.keyPasswordKey is set but kafka.ssl.clientSecret is not" -}}
+{{- end -}}
 {{- if and (not .Values.existingSecret.name) (not .Values.database.url) -}}
 {{- fail "set database.url (postgresql+asyncpg://USER:PASSWORD@HOST:5432/DB) or existingSecret.name" -}}
 {{- end -}}
@@ -139,6 +149,10 @@ REFEREE_KAFKA_SASL_MECHANISM: {{ .Values.kafka.sasl.mechanism | quote }}
 {{- end }}
 {{- if .Values.kafka.ssl.caSecret }}
 REFEREE_KAFKA_SSL_CAFILE: {{ include "referee.caFile" . | quote }}
+{{- end }}
+{{- if .Values.kafka.ssl.clientSecret }}
+REFEREE_KAFKA_SSL_CERTFILE: {{ printf "%s/%s" (include "referee.clientDir" .) .Values.kafka.ssl.certKey | quote }}
+REFEREE_KAFKA_SSL_KEYFILE: {{ printf "%s/%s" (include "referee.clientDir" .) .Values.kafka.ssl.keyKey | quote }}
 {{- end }}
 REFEREE_INPUT_TOPIC: {{ .Values.kafka.topics.input | quote }}
 REFEREE_VERDICT_TOPIC: {{ .Values.kafka.topics.verdicts | quote }}
@@ -240,6 +254,13 @@ env entries taken from a Secret. Call with (dict "root" $ "secretName" NAME).
       name: {{ .secretName }}
       key: {{ $v.existingSecret.keys.kafkaSaslPassword }}
 {{- end }}
+{{- if $v.kafka.ssl.keyPasswordKey }}
+- name: REFEREE_KAFKA_SSL_KEY_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $v.kafka.ssl.clientSecret }}
+      key: {{ $v.kafka.ssl.keyPasswordKey }}
+{{- end }}
 {{- end }}
 
 {{/* Secret data (chart-made Secrets only). */}}
@@ -264,6 +285,16 @@ env entries taken from a Secret. Call with (dict "root" $ "secretName" NAME).
       - key: {{ .Values.kafka.ssl.caKey }}
         path: {{ .Values.kafka.ssl.caKey }}
 {{- end }}
+{{- if .Values.kafka.ssl.clientSecret }}
+- name: kafka-client
+  secret:
+    secretName: {{ .Values.kafka.ssl.clientSecret }}
+    items:
+      - key: {{ .Values.kafka.ssl.certKey }}
+        path: {{ .Values.kafka.ssl.certKey }}
+      - key: {{ .Values.kafka.ssl.keyKey }}
+        path: {{ .Values.kafka.ssl.keyKey }}
+{{- end }}
 {{- with .Values.extraVolumes }}
 {{ toYaml . }}
 {{- end }}
@@ -275,6 +306,11 @@ env entries taken from a Secret. Call with (dict "root" $ "secretName" NAME).
 {{- if .Values.kafka.ssl.caSecret }}
 - name: kafka-ca
   mountPath: /etc/referee/kafka-ca
+  readOnly: true
+{{- end }}
+{{- if .Values.kafka.ssl.clientSecret }}
+- name: kafka-client
+  mountPath: {{ include "referee.clientDir" . }}
   readOnly: true
 {{- end }}
 {{- with .Values.extraVolumeMounts }}

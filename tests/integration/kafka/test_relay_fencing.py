@@ -25,14 +25,9 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from referee.service.metrics import Metrics
-from referee.service.relay import (
-    APPLICATION_NAME,
-    POSITION_HEADER,
-    Outbox,
-    OutboxRelay,
-    TopicTails,
-)
+from referee.service.relay import POSITION_HEADER, Outbox, OutboxRelay, TopicTails
 from referee.store.database import create_engine
+from referee.store.relay_store import APPLICATION_NAME, PostgresRelayStore
 from tests.integration.conftest import relay_lock_holders
 from tests.integration.kafka.checks import assert_same_verdicts
 from tests.integration.kafka.conftest import Stack, replay_in_memory
@@ -104,11 +99,8 @@ def transactional(bootstrap: str, transactional_id: str) -> AIOKafkaProducer:
 
 def relay_on(stack: Stack, make: Any) -> OutboxRelay:
     return OutboxRelay(
-        create_engine(stack.database_url),
-        [
-            Outbox("verdicts", stack.topics.verdicts, "game_id"),
-            Outbox("dead_letters", stack.topics.dlq, "key"),
-        ],
+        PostgresRelayStore(create_engine(stack.database_url)),
+        [Outbox("verdicts", stack.topics.verdicts), Outbox("dead_letters", stack.topics.dlq)],
         make,
         TopicTails({"bootstrap_servers": stack.bootstrap}),
         Metrics(),
@@ -193,8 +185,8 @@ async def test_a_severed_leader_is_fenced_and_nothing_is_published_twice(
         for task in (first_task, second_task):
             if task is not None and not task.done():
                 task.cancel()
-        await first.engine.dispose()
-        await second.engine.dispose()
+        await first.store.engine.dispose()  # type: ignore[attr-defined]
+        await second.store.engine.dispose()  # type: ignore[attr-defined]
 
     # then the first relay was fenced: its transaction never became visible
     fenced = [r for r in caplog.records if r.getMessage().startswith("relay fenced")]

@@ -1,0 +1,184 @@
+"""The relay on fakes of its store, its broker and its producer: in milliseconds.
+
+One transaction per pump in outbox order, nothing published twice after resuming from the
+topic tails, a failed send never committed, one leader at a time, a severed leader fenced by
+its successor, checkpoints, the backlog. The same is proven on the real broker and PostgreSQL
+by tests/integration/kafka/test_relay_fencing.py and tests/reliability/test_fenced_relay.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable
+
+from referee.service.app import relay_producer
+from referee.service.metrics import Metrics
+from referee.service.relay import Outbox, OutboxRelay, partition_for
+from referee.service.settings import Settings
+from tests.fakes import FakeBroker, FakeProducer, FakeRelayStore, FakeTails
+
+VERDICTS = Outbox("verdicts", "verdicts-topic")
+DEAD = Outbox("dead_letters", "dlq-topic")
+
+
+def filled(rows: int = 12) -> FakeRelayStore:
+    store = FakeRelayStore()
+    for i in range(rows):
+        store.add("verdicts", f"g{i % 5}".encode(), f'{{"n":{i}}}'.encode())
+    store.add("dead_letters", None, b'{"reason":"malformed_json"}')
+    return store
+
+
+def make_relay(
+    store: FakeRelayStore,
+    broker: FakeBroker,
+    producers: list[FakeProducer],
+    fail_at: int | None = None,
+    **kwargs: int,
+) -> OutboxRelay:
+    def make() -> FakeProducer:
+        producers.append(FakeProducer(broker, fail_at))
+        return producers[-1]
+
+    return OutboxRelay(
+        store,
+        [VERDICTS, DEAD],
+        make,
+        FakeTails(broker),
+        Metrics(),
+        poll_seconds=0.01,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+async def eventually(done: Callable[[], bool], limit: float = 5) -> None:
+    """Waits until ``done()`` holds (the fakes answer at once: milliseconds)."""
+    deadline = asyncio.get_running_loop().time() + limit
+    while asyncio.get_running_loop().time() < deadline:
+        if done():
+            return
+        await asyncio.sleep(0.002)
+    raise AssertionError("not reached in time")
+
+
+async def run_until(relay: OutboxRelay, done: Callable[[], bool]) -> None:
+    stopping = asyncio.Event()
+    task = asyncio.create_task(relay.run(stopping))
+    await eventually(done)
+    stopping.set()
+    relay.wake.set()
+    await task
+
+
+def published(broker: FakeBroker, topic: str = "verdicts-topic") -> list[int]:
+    return [position for t, _, _, _, position in broker.committed if t == topic]
+
+
+async def test_the_outboxes_are_published_in_position_order_one_transaction_per_pump() -> None:
+    store, broker, producers = filled(), FakeBroker(), []
+    relay = make_relay(store, broker, producers, batch=5)
+    await run_until(relay, lambda: len(broker.committed) == 13)
+    assert published(broker) == list(range(1, 13))
+    assert published(broker, "dlq-topic") == [1]
+    calls = producers[0].calls
+    assert calls[0] == "start", "the producer starts (fencing its predecessors) first"
+    assert calls.count("commit") == 4, "12 verdicts in pumps of 5, and one dead letter"
+    assert "abort" not in calls
+    for _, partition, key, _, position in broker.committed:
+        assert partition == partition_for(key, broker.partitions, position)
+
+
+async def test_a_new_leader_resumes_after_what_the_topic_tails_hold() -> None:
+    store, broker, producers = filled(), FakeBroker(), []
+    await run_until(make_relay(store, broker, producers), lambda: len(broker.committed) == 13)
+    for i in range(12, 20):
+        store.add("verdicts", f"g{i % 5}".encode(), f'{{"n":{i}}}'.encode())
+    # No checkpoint to go by (as after a crash before the first one): only the tails.
+    for outbox in store.outboxes.values():
+        outbox.checkpoints.clear()
+    await run_until(make_relay(store, broker, producers), lambda: len(broker.committed) == 21)
+    assert published(broker) == list(range(1, 21)), "each verdict once, in order"
+    assert producers[1].calls.count("send") == 8, "only what the tails did not hold was sent"
+
+
+async def test_a_failed_send_is_never_committed_and_the_term_aborts_it() -> None:
+    store, broker, producers = filled(4), FakeBroker(), []
+    relay = make_relay(store, broker, producers, fail_at=1)
+    stopping = asyncio.Event()
+    task = asyncio.create_task(relay.run(stopping))
+    await eventually(lambda: bool(producers) and "abort" in producers[0].calls)
+    stopping.set()
+    await task
+    calls = producers[0].calls
+    assert "commit" not in calls[: calls.index("abort")]
+    assert published(broker) == [], "nothing of the failed pump became visible"
+    assert broker.aborted == 3, "the three records queued beside the failed one were aborted"
+
+
+async def test_one_relay_leads_and_its_successor_fences_it_when_its_session_is_severed() -> None:
+    store, broker = filled(0), FakeBroker()
+    first: list[FakeProducer] = []
+    second: list[FakeProducer] = []
+    leader = make_relay(store, broker, first, batch=3)
+    follower = make_relay(store, broker, second, batch=3)
+    stopping = asyncio.Event()
+    tasks = [asyncio.create_task(r.run(stopping)) for r in (leader, follower)]
+    await eventually(lambda: leader.leading or follower.leading)
+    await asyncio.sleep(0.05)
+    assert [leader.leading, follower.leading].count(True) == 1, "one leader at a time"
+    for i in range(30):
+        store.add("verdicts", f"g{i % 7}".encode(), b"{}")
+        if i == 14:
+            store.sever()  # mid-stream: the lock goes, the old producer may still send
+        await asyncio.sleep(0)
+    await eventually(lambda: len(set(published(broker))) == 30)
+    stopping.set()
+    for r in (leader, follower):
+        r.wake.set()
+    await asyncio.gather(*tasks)
+    assert Counter(published(broker)) == Counter(range(1, 31)), "each verdict exactly once"
+    assert len(first) + len(second) >= 2, "the successor started a producer of its own"
+
+
+async def test_checkpoints_are_appended_as_the_relay_goes_and_when_it_idles() -> None:
+    store, broker, producers = filled(), FakeBroker(), []
+    relay = make_relay(store, broker, producers, batch=4, checkpoint_every=8)
+    await run_until(
+        relay,
+        lambda: (
+            len(broker.committed) == 13
+            and max(store.outboxes["verdicts"].checkpoints, default=0) == 12
+        ),
+    )
+    assert store.outboxes["verdicts"].checkpoints[0] == 8, "after 8 rows, then when idle"
+    assert max(store.outboxes["dead_letters"].checkpoints) == 1
+
+
+async def test_the_backlog_is_what_the_leader_has_not_published() -> None:
+    store, broker, producers = filled(), FakeBroker(), []
+    relay = make_relay(store, broker, producers)
+    assert await relay.backlog() == {}, "a relay that does not lead knows no backlog"
+    stopping = asyncio.Event()
+    task = asyncio.create_task(relay.run(stopping))
+    await eventually(lambda: len(broker.committed) == 13)
+    assert (await relay.backlog())["verdicts"].rows == 0
+    assert relay.metrics.relay_leader._value.get() == 1
+    stopping.set()
+    relay.wake.set()
+    await task
+    assert relay.metrics.relay_leader._value.get() == 0
+
+
+def test_the_transactional_id_defaults_to_one_per_group() -> None:
+    assert Settings(group_id="prod").relay_transactional_id == "referee-relay.prod"
+    assert Settings(relay_transactional_id="mine").relay_transactional_id == "mine"
+
+
+async def test_the_relay_producer_is_transactional_with_that_id() -> None:
+    settings = Settings(group_id="prod")
+    producer = relay_producer(settings, None)()
+    try:
+        assert producer._txn_manager.transactional_id == "referee-relay.prod"
+    finally:
+        await producer.stop()
