@@ -1,7 +1,8 @@
 """Edition 1's logs give edition 1's verdicts and rejections, byte for byte (RULES.md,
 "Compatibility").
 
-The hashes below were produced by the code of ``main`` before edition 2 (commit ``1c470d3``),
+The hashes below were produced by the code of ``main`` before edition 2 (commit ``1c470d3``,
+and again by ``2101fe2``, which gives the same),
 which ran ``simulate(SimulationOptions(games=250, seed=7, foul_rate=0.05, bad_rate=0.01,
 duplicate_rate=0.01))`` (edition 1's random rules), replayed the log from a file, and hashed
 the verdicts and the rejections (their ``source.file``, the log's path, written ``LOG``).
