@@ -355,7 +355,7 @@ def _simulate(args: argparse.Namespace) -> int:
     )
     problem = options_problem(options)
     if problem is not None:
-        raise UsageError(f"referee simulate: {problem}")
+        raise UsageError(problem)
     out = open_output(args.output, "--output")
     try:
         count = 0
