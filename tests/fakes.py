@@ -53,6 +53,9 @@ class FakeStepStore:
     before_load_games: Callable[[], Awaitable[None]] | None = None
     """Awaited inside ``load_games``: a test can run something concurrently there."""
     loaded_games: list[list[str]] = field(default_factory=list)
+    commit_gate: asyncio.Event | None = None
+    """When set, a transaction that wrote rows waits for it before it commits (a write
+    left in flight for as long as a test likes)."""
     _locks: dict[tuple[str, str, int], asyncio.Lock] = field(
         default_factory=lambda: defaultdict(asyncio.Lock)
     )
@@ -67,6 +70,8 @@ class FakeStepStore:
         tx = FakeStepTransaction(self)
         try:
             yield tx
+            if tx.staged and self.commit_gate is not None:
+                await self.commit_gate.wait()
         finally:
             for lock in tx.held:
                 lock.release()

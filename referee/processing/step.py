@@ -195,7 +195,9 @@ class ProcessingStep:
                 self._report(await self._isolating(records))
                 return
             consumed = await self._settle(judged)
-            if judged is not None and not consumed:
+            if judged is None:
+                self._report(StepResult(skipped=len(records)))  # all processed before
+            elif not consumed:
                 write = asyncio.create_task(self._write(judged, announce=True))
                 self._in_flight = (judged, write)
 

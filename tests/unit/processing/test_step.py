@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pytest
 
 from referee.contracts.rejection import KafkaSource
-from referee.processing.step import InputRecord, PositionMoved, ProcessingStep
+from referee.processing.step import InputRecord, PositionMoved, ProcessingStep, StepResult
 from referee.simulate import SimulationOptions, simulate
 from referee.store.rows import StepRows
 from tests.fakes import FakeOutageError, FakeRefusalError, FakeStepStore
@@ -210,3 +210,130 @@ async def test_a_revocation_waits_for_the_batch_in_flight() -> None:
     assert step.referee.games == {}
     assert len(store.journal) == 40, "the batch committed what it judged"
     assert all(r.outcome != "rejected" or r.reason != "unknown_game" for r in store.journal)
+
+
+# --- the pipeline: batch N+1 judged while batch N is written --------------------------------
+
+
+async def pipelined(
+    stream: list[InputRecord], store: FakeStepStore, batch: int = 40, **kwargs: int
+) -> tuple[ProcessingStep, list[StepResult]]:
+    committed: list[StepResult] = []
+    step = ProcessingStep(store, GROUP, on_committed=committed.append, **kwargs)
+    for i in range(0, len(stream), batch):
+        await step.submit(stream[i : i + batch])
+    await step.settle()
+    return step, committed
+
+
+async def test_a_pipelined_run_writes_exactly_what_a_straight_run_writes() -> None:
+    store = FakeStepStore()
+    _, committed = await pipelined(STREAM, store)
+    assert outcomes(store) == outcomes(await straight_run(STREAM))
+    offsets = [r.offset for result in committed for r, _ in result.processed]
+    assert len(offsets) == len(STREAM), "every batch announced once, when it committed"
+    assert store.commits == len(committed)
+
+
+async def test_the_next_batch_is_judged_while_the_one_before_is_in_flight() -> None:
+    store = FakeStepStore(commit_gate=asyncio.Event())
+    committed: list[StepResult] = []
+    step = ProcessingStep(store, GROUP, on_committed=committed.append)
+    await step.submit(STREAM[:40])  # judged; its write waits at the gate
+    second = asyncio.create_task(step.submit(STREAM[40:80]))
+    await asyncio.sleep(0.01)
+    assert step.referee.tally.records == 80, "the second batch is judged already"
+    assert store.commits == 0, "nothing committed while the gate is shut"
+    assert not committed
+    store.commit_gate.set()  # type: ignore[union-attr]
+    await second
+    await step.settle()
+    assert store.commits == 2
+    assert [r.offset for res in committed for r, _ in res.processed] == [
+        r.offset for r in STREAM[:80]
+    ], "batches commit, and are announced, in order"
+
+
+async def test_a_failed_write_undoes_the_batch_judged_on_top_of_it() -> None:
+    store = FakeStepStore()
+    step, _ = await pipelined(STREAM[:40], store)
+    failures = [FakeOutageError("the store went away")]
+    store.refuse = lambda rows: failures.pop() if failures else None
+    before = (dict(step.committed), step.referee.tally.records)
+    await step.submit(STREAM[40:80])  # its write fails in the background
+    with pytest.raises(FakeOutageError):
+        await step.submit(STREAM[80:120])  # the failure comes out with the next batch
+    assert step.positions == step.committed == before[0], "both batches' positions undone"
+    assert step.referee.tally.records == before[1], "neither batch is counted"
+    for i in range(40, len(STREAM), 40):  # retried from the stored positions
+        await step.submit(STREAM[i : i + 40])
+    await step.settle()
+    assert outcomes(store) == outcomes(await straight_run(STREAM))
+
+
+async def test_a_write_refused_for_one_record_isolates_it_and_goes_on() -> None:
+    chosen = STREAM[50]
+    store = FakeStepStore(refuse=refusing(chosen.raw))
+    await pipelined(STREAM, store, batch=32)
+    quarantined = [r for r in store.journal if r.reason == "internal_error"]
+    assert [r.raw for r in quarantined] == [chosen.raw]
+    assert len(store.journal) == len(STREAM)
+
+
+async def test_games_of_the_batch_in_flight_are_never_evicted_under_it() -> None:
+    store = FakeStepStore()
+    await pipelined(STREAM, store, batch=20, cache_games=1)
+    assert outcomes(store) == outcomes(await straight_run(STREAM)), (
+        "a game evicted while its write was in flight would be reloaded stale"
+    )
+
+
+async def test_a_batch_processed_before_is_announced_as_skipped() -> None:
+    store = FakeStepStore()
+    step, _ = await pipelined(STREAM[:40], store)
+    seen: list[StepResult] = []
+    step.on_committed = seen.append
+    await step.submit(STREAM[:40])
+    assert [r.skipped for r in seen] == [40]
+
+
+async def test_a_revocation_settles_the_write_in_flight_first() -> None:
+    store = FakeStepStore(commit_gate=asyncio.Event())
+    step = ProcessingStep(store, GROUP)
+    await step.submit(STREAM[:40])
+    revoke = asyncio.create_task(step.forget_partitions({(TOPIC, 0), (TOPIC, 1)}))
+    await asyncio.sleep(0.01)
+    assert not revoke.done(), "it waits for the write in flight"
+    store.commit_gate.set()  # type: ignore[union-attr]
+    await revoke
+    assert store.commits == 1
+    assert step.referee.games == {}
+
+
+async def test_a_failed_write_evicts_the_games_of_the_next_batch_too() -> None:
+    # one game of each partition: a batch of one may go before the other's
+    by_partition = {r.partition: json.loads(r.raw)["game_id"] for r in reversed(STREAM)}
+    games = [by_partition[0], by_partition[1]]
+    a = [r for r in STREAM if json.loads(r.raw)["game_id"] == games[0]]
+    b = [r for r in STREAM if json.loads(r.raw)["game_id"] == games[1]]
+    assert a[0].partition != b[0].partition
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    for part in (a[:10], b[:10]):
+        await step.submit(part)
+    await step.settle()
+    failures = [FakeOutageError("the store went away")]
+    store.refuse = lambda rows: failures.pop() if failures else None
+    await step.submit(a[10:20])  # written in the background: it fails
+    with pytest.raises(FakeOutageError):
+        await step.submit(b[10:20])  # judged on top of the failed batch
+    assert games[0] not in step.referee.games, "its own batch failed"
+    assert games[1] not in step.referee.games, "judged on a batch that never committed"
+    for part in (a[10:20], b[10:20]):
+        await step.submit(part)
+    await step.settle()
+    straight = FakeStepStore()
+    again = ProcessingStep(straight, GROUP)
+    for part in (a[:10], b[:10], a[10:20], b[10:20]):
+        await again.process(part)
+    assert outcomes(store) == outcomes(straight)
