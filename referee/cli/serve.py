@@ -1,7 +1,8 @@
 """``referee serve``: configuration from the environment, then the FastStream app.
 
 Everything it says is a JSON log line, its failures included: a bad setting (exit 2, before
-anything connects), PostgreSQL or Kafka unreachable at start or the HTTP port taken (exit 3).
+anything connects), PostgreSQL or Kafka unreachable at start, a database schema at another
+revision than this referee's migrations, or the HTTP port taken (exit 3).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 from referee.cli.errors import EXIT_OK, UnavailableError
 from referee.cli.store_commands import (
     _migrate_to_newest,
-    _probe,
     choose_database,
+    probe_schema,
     reaching,
     settings_or_exit,
 )
@@ -38,7 +39,7 @@ def serve(args: argparse.Namespace) -> int:
     if args.migrate:
         _migrate_to_newest(db, settings)
     else:
-        _probe(db, settings)
+        probe_schema(db, settings, "serves")
     asyncio.run(_probe_kafka(settings))
     log.info(
         "starting",
@@ -84,7 +85,7 @@ async def _probe_kafka(settings: Settings) -> None:
     starts (and aiokafka's own error lines do not repeat ours)."""
     from aiokafka.client import AIOKafkaClient
 
-    from referee.service.app import consumer_options, kafka_security
+    from referee.service.kafka_options import consumer_options, kafka_security
 
     client = AIOKafkaClient(**consumer_options(settings, kafka_security(settings)))
     quiet = logging.getLogger("aiokafka")

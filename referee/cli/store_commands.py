@@ -127,6 +127,35 @@ def _probe(db: Database, settings: Settings) -> None:
         asyncio.run(run())
 
 
+async def require_schema(engine: AsyncEngine, db: Database, doing: str) -> str:
+    """Returns the database's schema revision; fails (exit 3) unless it is this referee's."""
+    revision = await schema_revision(engine)
+    newest = newest_revision()
+    if revision is None:
+        raise UnavailableError(f"{db.shown} has no referee schema: run referee migrate first")
+    if revision != newest:
+        raise UnavailableError(
+            f"{db.shown} has schema revision {revision}, this referee {doing} {newest}: "
+            "run referee migrate (or the referee that migrated it)"
+        )
+    return revision
+
+
+def probe_schema(db: Database, settings: Settings, doing: str) -> None:
+    """Connects once and checks the schema revision before any work (``serve``)."""
+
+    async def run() -> None:
+        engine = _engine(db, settings)
+        try:
+            await check_reachable(engine)
+            await require_schema(engine, db, doing)
+        finally:
+            await engine.dispose()
+
+    with reaching(db):
+        asyncio.run(run())
+
+
 def _migrate_to_newest(db: Database, settings: Settings) -> None:
     _probe(db, settings)
     with reaching(db):
@@ -221,15 +250,7 @@ async def _audit(db: Database, settings: Settings) -> tuple[str, AuditReport]:
 
     engine = _engine(db, settings)
     try:
-        revision = await schema_revision(engine)
-        newest = newest_revision()
-        if revision is None:
-            raise UnavailableError(f"{db.shown} has no referee schema: run referee migrate first")
-        if revision != newest:
-            raise UnavailableError(
-                f"{db.shown} has schema revision {revision}, this referee audits {newest}: "
-                "run referee migrate (or the referee that migrated it)"
-            )
+        revision = await require_schema(engine, db, "audits")
         return revision, await run_audit(StoreViews(engine), settings.max_event_bytes)
     finally:
         await engine.dispose()

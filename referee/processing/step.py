@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +56,8 @@ class InputRecord(NamedTuple):
     source: Source
     key: bytes | None = None
     """The record's key as received (Kafka); the dead letter keeps it."""
+    timestamp_ms: int | None = None
+    """The record's Kafka timestamp (for the event-to-verdict latency), if it has one."""
 
 
 @dataclass(slots=True)
@@ -66,6 +69,8 @@ class StepResult:
     """Records at or below the stored position: already processed before."""
     transactions: int = 0
     """Transactions committed (more than one when a failing record had to be isolated)."""
+    started: float = field(default_factory=time.monotonic)
+    """When the batch was received (monotonic seconds)."""
 
     def extend(self, other: StepResult) -> None:
         """Adds what another part of the same batch appended."""

@@ -1,4 +1,9 @@
-"""The operations endpoint: /healthz, /readyz and /metrics on a tiny asyncio HTTP server."""
+"""The operations endpoint: /healthz, /livez, /readyz and /metrics on a tiny asyncio HTTP
+server.
+
+``/healthz`` says the process answers (the startup probe); ``/livez`` that neither the consumer
+loop nor the relay is stuck (liveness: a failing pod is restarted); ``/readyz`` that the
+instance can take its share of the partitions (readiness)."""
 
 from __future__ import annotations
 
@@ -15,11 +20,19 @@ Readiness = Callable[[], Awaitable[tuple[bool, str]]]
 class OpsServer:
     """Serves liveness, readiness and metrics; nothing else."""
 
-    def __init__(self, host: str, port: int, metrics: Metrics, readiness: Readiness) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        metrics: Metrics,
+        readiness: Readiness,
+        liveness: Readiness | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.metrics = metrics
         self.readiness = readiness
+        self.liveness = liveness
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -54,9 +67,12 @@ class OpsServer:
     async def _route(self, path: str) -> tuple[str, str, bytes]:
         if path == "/healthz":
             return "200 OK", "text/plain", b"ok\n"
-        if path == "/readyz":
-            ready, why = await self.readiness()
-            status = "200 OK" if ready else "503 Service Unavailable"
+        if path in ("/readyz", "/livez"):
+            check = self.readiness if path == "/readyz" else self.liveness
+            if check is None:
+                return "200 OK", "text/plain", b"alive\n"
+            good, why = await check()
+            status = "200 OK" if good else "503 Service Unavailable"
             return status, "text/plain", (why + "\n").encode()
         if path == "/metrics":
             return "200 OK", CONTENT_TYPE_LATEST, generate_latest(self.metrics.registry)

@@ -35,7 +35,8 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("aiokafka", "faststream"):
+    # (alembic's plugin registry announces itself each time the migrations are read)
+    for noisy in ("aiokafka", "faststream", "alembic.runtime.plugins"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 
 

@@ -2,21 +2,55 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter as Counter_
 from collections.abc import Iterable
+from importlib.metadata import PackageNotFoundError, version
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 
+from referee.contracts.verdicts import VERDICTS
+from referee.contracts.wire import INPUT_EVENTS
 from referee.domain.errors import RejectionReason
 from referee.processing.outcome import Outcome, Processed
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+def package_version() -> str:
+    """Returns the installed referee's version (``unknown`` from a bare source tree)."""
+    try:
+        return version("referee")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 class Metrics:
     """Every metric the service exports, on its own registry."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, revision: str = "unknown", topics: Iterable[str] = ()) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        # process (CPU, memory, file descriptors), platform and garbage-collector metrics;
+        # the default registry's own collectors stay there
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
+        self.build_info = Gauge(
+            "referee_build_info",
+            "1, labelled with the referee's version and the source revision of its build.",
+            ["version", "revision"],
+            registry=r,
+        )
+        self.build_info.labels(package_version(), revision).set(1)
         self.events = Counter(
             "referee_events_consumed",
             "Input records consumed, by event type.",
@@ -42,8 +76,25 @@ class Metrics:
         )
         self.batch_seconds = Histogram(
             "referee_batch_seconds",
-            "Time to process one batch, transaction included.",
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            "Time from receiving a batch to its transaction's commit.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.event_to_verdict = Histogram(
+            "referee_event_to_verdict_seconds",
+            "Time from an input record's Kafka timestamp to the commit of its verdicts in the "
+            "outbox (the relay publishes them from there).",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.last_batch = Gauge(
+            "referee_last_batch_timestamp_seconds",
+            "Unix time at which a batch last committed.",
+            registry=r,
+        )
+        self.rebalances = Counter(
+            "referee_rebalances",
+            "Rebalances of the consumer group that moved partitions to or from this instance.",
             registry=r,
         )
         self.batch_errors = Counter(
@@ -80,8 +131,8 @@ class Metrics:
         )
         self.consumer_lag = Gauge(
             "referee_consumer_lag",
-            "Records behind the end of each input partition.",
-            ["partition"],
+            "Records behind the end of each input partition this instance owns.",
+            ["topic", "partition"],
             registry=r,
         )
         self.assigned = Gauge(
@@ -89,6 +140,28 @@ class Metrics:
             "Input partitions owned by this instance.",
             registry=r,
         )
+
+        # Every label known in advance starts at 0: a rate then reads 0, not "no data".
+        for cls in INPUT_EVENTS:
+            self.events.labels(cls.__struct_config__.tag)
+        self.events.labels("unreadable")
+        for verdict in VERDICTS:
+            self.verdicts.labels(verdict.__struct_config__.tag)
+        for reason in RejectionReason:
+            self.rejections.labels(reason.value)
+        for outcome in ("committed", "aborted"):
+            self.relay_transactions.labels(outcome)
+        for outbox in ("verdicts", "dead_letters"):
+            self.relay_unpublished.labels(outbox)
+            self.relay_oldest_unpublished.labels(outbox)
+        for topic in topics:
+            self.published.labels(topic)
+        self.relay_leader.set(0)
+
+    def forget_partition(self, topic: str, partition: int) -> None:
+        """Drops the series of a partition this instance no longer owns."""
+        with contextlib.suppress(KeyError):  # never measured while it was owned
+            self.consumer_lag.remove(topic, str(partition))
 
     def count_batch(self, batch: Iterable[Processed]) -> None:
         """Counts a batch of processed records (one increment per label, not per record)."""

@@ -257,12 +257,16 @@ class OutboxRelay:
         self.leading = False
         self.in_transaction = False
         self.wake = asyncio.Event()
+        self.alive_at = time.monotonic()
+        """When the relay's loop last came round (for /livez): a pump, an idle wait, or an
+        attempt at the lead."""
         self._progress: dict[str, _Progress] = {}
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Leads when it can, until ``stopping`` is set; recovers from every failure."""
         backoff = 0.5
         while not stopping.is_set():
+            self.alive_at = time.monotonic()
             try:
                 await self._try_to_lead(stopping)
                 backoff = 0.5
@@ -333,6 +337,7 @@ class OutboxRelay:
     ) -> None:
         progress = self._progress = {o.name: await self._resume(session, o) for o in self.outboxes}
         while not stopping.is_set():
+            self.alive_at = time.monotonic()
             moved = 0
             for outbox in self.outboxes:
                 moved += await self._pump(session, producer, outbox, progress[outbox.name])

@@ -144,6 +144,18 @@ class Settings(BaseSettings):
         "instance. Turn it off where instances can outnumber the partitions (autoscaling, a "
         "surge pod in a rolling update): an instance with no partition is healthy but idle.",
     )
+    liveness_stall_seconds: float = Field(
+        default=120.0,
+        ge=1.0,
+        le=3600.0,
+        description="How long records may wait with no batch committed (or the relay's loop "
+        "not come round) before /livez fails and the instance is restarted.",
+    )
+    build_revision: str = Field(
+        default="unknown",
+        description="The source revision of this build, for referee_build_info (the image "
+        "sets it from its REVISION build argument).",
+    )
 
     @field_validator("kafka_security_protocol", "kafka_sasl_mechanism", "log_level", mode="before")
     @classmethod

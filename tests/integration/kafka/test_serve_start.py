@@ -76,3 +76,36 @@ async def test_a_port_in_use_is_one_json_line_and_exit_3(
     )
     assert "address already in use" in str(last["message"])
     assert [x for x in lines if x["level"] == "ERROR"] == [last], "one error line, no more"
+
+
+async def test_a_database_at_another_schema_revision_is_one_json_line_and_exit_3(
+    empty_database: str, bootstrap: str
+) -> None:
+    from referee.store.database import migrate
+
+    await asyncio.to_thread(migrate, empty_database, "0002")  # an older referee's schema
+    done = await asyncio.to_thread(
+        serve,
+        empty_database,
+        REFEREE_KAFKA_BOOTSTRAP_SERVERS=bootstrap,
+        REFEREE_HTTP_PORT=str(free_port()),
+    )
+    assert done.returncode == UNAVAILABLE, done.stderr
+    (line,) = json_lines(done.stderr)
+    message = str(line["message"])
+    assert "has schema revision 0002, this referee serves 0004" in message
+    assert "run referee migrate" in message
+
+
+async def test_a_database_never_migrated_is_refused_the_same_way(
+    empty_database: str, bootstrap: str
+) -> None:
+    done = await asyncio.to_thread(
+        serve,
+        empty_database,
+        REFEREE_KAFKA_BOOTSTRAP_SERVERS=bootstrap,
+        REFEREE_HTTP_PORT=str(free_port()),
+    )
+    assert done.returncode == UNAVAILABLE, done.stderr
+    (line,) = json_lines(done.stderr)
+    assert "has no referee schema: run referee migrate first" in str(line["message"])

@@ -12,7 +12,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable
 
-from referee.service.app import relay_producer
+from referee.service.kafka_options import relay_producer
 from referee.service.metrics import Metrics
 from referee.service.relay import Outbox, OutboxRelay, partition_for
 from referee.service.settings import Settings

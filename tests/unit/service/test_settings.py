@@ -10,7 +10,7 @@ import pytest
 from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaConnectionError
 
-from referee.service.app import consumer_options, kafka_security
+from referee.service.kafka_options import consumer_options, kafka_security
 from referee.service.settings import Settings, SettingsError, load_settings
 from tests.tls import CLIENT_CN, KEY_PASSWORD, MutualTlsServer, Pki, make_pki
 

@@ -1,0 +1,116 @@
+"""The batch handler: Kafka records in, the processing step's pipeline, recovery on failure."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from aiokafka import TopicPartition
+from aiokafka.structs import ConsumerRecord
+
+from referee.contracts.rejection import KafkaSource
+from referee.processing.step import InputRecord, PositionMoved, StepResult
+from referee.service.retry import Backoff
+from referee.service.runtime import Service
+
+log = logging.getLogger("referee.serve")
+
+
+class BatchHandler:
+    """Feeds each batch to the step's pipeline; re-seeks every owned partition after a
+    failure, so nothing fetched is skipped."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.backoff = Backoff(first=0.5, most=10.0)
+        self._offsets_dirty = False
+        self._offsets_task: asyncio.Task[None] | None = None
+
+    async def __call__(self, records: tuple[ConsumerRecord[bytes, bytes], ...]) -> None:
+        """Submits one batch: judged now, written once the batch before it has committed."""
+        batch = [
+            InputRecord(
+                r.value or b"",
+                r.topic,
+                r.partition,
+                r.offset,
+                KafkaSource(r.topic, r.partition, r.offset),
+                r.key,
+                r.timestamp,
+            )
+            for r in records
+        ]
+        if not batch:
+            return
+        service = self.service
+        try:
+            await service.step.submit(batch)
+        except PositionMoved as moved:
+            log.warning("partition moved on; re-seeking", extra={"detail": str(moved)})
+            self._reseek()
+            return
+        except Exception as exc:
+            service.metrics.batch_errors.inc()
+            pause = self.backoff.failed()
+            log.exception(
+                "batch failed; retrying from the stored positions",
+                extra={"retry_in_seconds": pause, "error": f"{type(exc).__name__}: {exc}"},
+            )
+            await asyncio.sleep(pause)
+            self._reseek()
+            return
+        self.backoff.succeeded()
+
+    def committed(self, result: StepResult) -> None:
+        """Called by the step when a batch's transaction has committed."""
+        service = self.service
+        metrics = service.metrics
+        now = time.time()
+        metrics.count_batch(p for _, p in result.processed)
+        metrics.batch_seconds.observe(time.monotonic() - result.started)
+        metrics.last_batch.set(now)
+        service.last_commit = time.monotonic()
+        for record, processed in result.processed:
+            if processed.verdicts and record.timestamp_ms is not None:
+                metrics.event_to_verdict.observe(max(now - record.timestamp_ms / 1000, 0.0))
+        service.relay.wake.set()
+        self._commit_offsets()
+
+    def _reseek(self) -> None:
+        """Every owned partition back to after its stored position: the records of the
+        failed batch, and of any batch judged after it, are fetched again."""
+        service = self.service
+        consumer = service.consumer
+        if consumer is None:
+            return
+        for tp in list(service.assigned):
+            consumer.seek(tp, service.step.positions.get((tp.topic, tp.partition), -1) + 1)
+
+    def _commit_offsets(self) -> None:
+        """Commits the stored positions to Kafka, for lag monitoring only, off the path of
+        the batches: one commit at a time, the newest positions each time."""
+        self._offsets_dirty = True
+        if self._offsets_task is None or self._offsets_task.done():
+            self._offsets_task = asyncio.create_task(self._offsets())
+
+    async def _offsets(self) -> None:
+        service = self.service
+        while self._offsets_dirty:
+            self._offsets_dirty = False
+            consumer = service.consumer
+            if consumer is None:
+                return
+            offsets = {
+                TopicPartition(t, p): o + 1
+                for (t, p), o in service.step.committed.items()
+                if TopicPartition(t, p) in service.assigned and o >= 0
+            }
+            if not offsets:
+                continue
+            try:
+                await consumer.commit(offsets)
+            except Exception as exc:  # noqa: BLE001 - lag monitoring only: never fatal
+                log.info(
+                    "kafka offsets not committed (lag monitoring only)", extra={"error": str(exc)}
+                )
