@@ -2,6 +2,12 @@
 
 The simulator keeps the true table with the domain's own state and judge, so every event it
 writes is what a real backend would send; fouls and bad lines are injected at chosen rates.
+Every family of the rulebook is played: the line, the spinner (All Fives), trains (Mexican
+Train), partnerships, scoring during play and penalty scoring.
+
+``--rules edition1`` draws rules exactly as edition 1's ``--rules random`` did, and such a
+game (like every game of ``--rules default``) plays exactly as it did then: the same seed
+gives the same log, byte for byte, which is what the compatibility check replays.
 """
 
 from __future__ import annotations
@@ -14,35 +20,84 @@ from typing import Any
 
 import msgspec
 
-from referee.domain.events import End, GameEvent, Passed, RoundStarted, TileDrawn, TilePlayed
+from referee.contracts.wire import GameStartedWire, RulesWire
+from referee.domain.events import (
+    End,
+    GameEvent,
+    GameStarted,
+    Passed,
+    RoundStarted,
+    TileDrawn,
+    TilePlayed,
+)
 from referee.domain.judge import judge
+from referee.domain.options import game_problem
 from referee.domain.rules import (
     BlockConfirmation,
+    BlockWinner,
+    DoubleRule,
     DrawRule,
     DrawWhileAble,
+    EngineOrder,
+    Layout,
+    PlayScoring,
     PointsPolicy,
     Rounding,
+    Rules,
+    Scoring,
+    SpinnerArms,
     TiePolicy,
 )
-from referee.domain.state import GameState
+from referee.domain.state import GameState, RoundState
 from referee.domain.tiles import Tile, full_set
+from referee.domain.trains import Trains
 
 EPOCH = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 _encode = msgspec.json.Encoder().encode
 
+RULE_CHOICES = ("default", "random", "edition1")
+"""``--rules``: every option at its default; drawn across every family; drawn as edition 1
+drew them."""
+
 
 @dataclass(frozen=True, slots=True)
 class SimulationOptions:
-    """What to simulate."""
+    """What to simulate.
+
+    ``layout``, ``teams``, ``play_scoring`` and ``scoring`` force that option on every game
+    (whatever ``rules`` draws), dropping what cannot go with it.
+    """
 
     games: int = 100
     seed: int = 1
-    random_rules: bool = True
+    rules: str = "random"
     foul_rate: float = 0.02
     bad_rate: float = 0.0
     duplicate_rate: float = 0.0
     concurrency: int = 200
     max_rounds: int = 3
+    layout: str | None = None
+    teams: bool = False
+    play_scoring: str | None = None
+    scoring: str | None = None
+
+    @property
+    def forces(self) -> bool:
+        """Checks if an option is forced on every game."""
+        return bool(self.layout or self.teams or self.play_scoring or self.scoring)
+
+
+def options_problem(options: SimulationOptions) -> str | None:
+    """Returns why the forced options cannot make a game together, if they cannot."""
+    if options.rules not in RULE_CHOICES:
+        return f"--rules must be one of {', '.join(RULE_CHOICES)}"
+    if options.scoring == "penalty" and (
+        options.teams or options.play_scoring not in (None, "none")
+    ):
+        return "--scoring penalty cannot go with --teams or --play-scoring (RULES.md 5.3)"
+    if options.layout == "trains" and options.play_scoring not in (None, "none"):
+        return "--play-scoring is for the line and the spinner, not trains (RULES.md 10)"
+    return None
 
 
 def simulate(options: SimulationOptions) -> Iterator[tuple[str, bytes]]:
@@ -76,7 +131,11 @@ def simulate(options: SimulationOptions) -> Iterator[tuple[str, bytes]]:
             yield _bad_line(rng, emitted, options.seed)
 
 
-def _random_rules(rng: random.Random, players: int) -> dict[str, Any]:
+# --- rules ----------------------------------------------------------------------------------
+
+
+def _edition1_rules(rng: random.Random, players: int) -> dict[str, Any]:
+    """Draws rule options exactly as edition 1's ``--rules random`` did."""
     rules: dict[str, Any] = {}
     max_pip = rng.choice((6, 6, 6, 9, 12)) if players <= 4 else rng.choice((9, 12))
     if max_pip != 6:
@@ -102,6 +161,113 @@ def _random_rules(rng: random.Random, players: int) -> dict[str, Any]:
     return rules
 
 
+def _values(kind: type[Any]) -> list[Any]:
+    return [member.value for member in kind]
+
+
+def _random_rules(rng: random.Random, players: int, teams: bool) -> dict[str, Any]:
+    """Draws the options of one game across every family (valid together)."""
+    layout = rng.choice(("line", "line", "spinner", "trains", "trains"))
+    rules: dict[str, Any] = {} if layout == "line" and rng.random() < 0.5 else {"layout": layout}
+    if layout == "trains":
+        max_pip = rng.choice((9, 12, 12)) if players <= 6 else 12
+        rules["draw"] = rng.choice(("once", "once", "none", "until_playable", None))
+        if rng.random() < 0.3:
+            rules["mexican_train"] = rng.random() < 0.5
+        if rng.random() < 0.4:
+            rules["double_rule"] = rng.choice(_values(DoubleRule))
+        if rng.random() < 0.3:
+            rules["engine_order"] = rng.choice(_values(EngineOrder))
+        award = teams or rng.random() < 0.25
+        if award:
+            rules["scoring"] = "award"
+    else:
+        max_pip = rng.choice((6, 6, 9, 12)) if players <= 4 else rng.choice((9, 12))
+        rules["draw"] = rng.choice(_values(DrawRule))
+        if layout == "spinner" and rng.random() < 0.5:
+            rules["spinner_arms"] = rng.choice(_values(SpinnerArms))
+        award = teams or rng.random() < 0.8
+        if not award:
+            rules["scoring"] = "penalty"
+        elif rng.random() < (0.8 if layout == "spinner" else 0.3):
+            rules["play_scoring"] = rng.choice(_values(PlayScoring))
+        if rng.random() < 0.3:
+            rules["block_confirmation"] = rng.choice(_values(BlockConfirmation))
+    if rules.get("draw") is None:
+        rules.pop("draw", None)
+    if max_pip != 6:
+        rules["max_pip"] = max_pip
+    if rules.get("draw") != "none" and rng.random() < 0.3:
+        rules["boneyard_reserve"] = rng.randint(0, 2)
+    if rng.random() < 0.3:
+        rules["draw_while_able"] = rng.choice(_values(DrawWhileAble))
+    if award:
+        for name in ("block_points", "domino_points"):
+            if rng.random() < 0.2:
+                rules[name] = rng.choice(_values(PointsPolicy))
+        if rng.random() < 0.4:
+            rules["tie"] = rng.choice(_values(TiePolicy))
+        if rng.random() < 0.3:
+            rules["block_winner"] = rng.choice(_values(BlockWinner))
+        if rng.random() < 0.2:
+            rules["rounding"] = rng.choice(_values(Rounding))
+    if rng.random() < 0.15:
+        rules["double_blank"] = rng.choice((0, 25, 50))
+    if rng.random() < 0.3:
+        rules["foul_penalty"] = {"false_pass": 5, "out_of_turn": 2, "train_closed": 3}
+    if rng.random() < 0.3:
+        rules["rounds"] = rng.randint(1, 3)
+    elif rng.random() < 0.5:
+        rules["target_score"] = rng.choice((30, 60, 100, 150))
+    return rules
+
+
+def _force(rules: dict[str, Any], options: SimulationOptions) -> dict[str, Any]:
+    """Returns the rules with the options forced by ``options``, dropping what conflicts."""
+    rules = dict(rules)
+    if options.layout is not None:
+        if options.layout == "line":
+            rules.pop("layout", None)
+        else:
+            rules["layout"] = options.layout
+        if options.layout != "spinner":
+            rules.pop("spinner_arms", None)
+        if options.layout != "trains":
+            for name in ("mexican_train", "double_rule", "engine_order"):
+                rules.pop(name, None)
+            if rules.get("draw") is None:
+                rules.pop("draw", None)
+    layout = rules.get("layout", "line")
+    if layout == "trains":
+        rules.pop("play_scoring", None)
+        if rules.get("block_confirmation") == "immediate":
+            del rules["block_confirmation"]
+    if options.play_scoring is not None:
+        rules["play_scoring"] = options.play_scoring
+    if options.scoring is not None:
+        rules["scoring"] = options.scoring
+    elif options.teams or options.play_scoring:
+        rules["scoring"] = "award"  # what teams and scoring during play need (trains or not)
+    if rules.get("scoring", "penalty" if layout == "trains" else "award") == "penalty":
+        for name in ("play_scoring", "block_points", "domino_points", "block_winner", "tie"):
+            rules.pop(name, None)
+        rules.pop("rounding", None)
+    return rules
+
+
+def _teams_of(players: list[str], rng: random.Random) -> dict[str, list[str]]:
+    """Returns partnerships of ``players``: teams of 2 (or of 3 at 6 players), alternating."""
+    count = len(players) // 2 if len(players) != 6 or rng.random() < 0.5 else 2
+    return {f"team-{t}": [players[i] for i in range(t, len(players), count)] for t in range(count)}
+
+
+def _rules_wire(rules: dict[str, Any]) -> Rules:
+    return msgspec.convert(rules, RulesWire).to_domain()
+
+
+# --- the table ------------------------------------------------------------------------------
+
+
 class _Table:
     """One simulated game: the true state, kept with the domain's judge."""
 
@@ -111,6 +277,8 @@ class _Table:
         self.options = options
         self.seq = 0
         self.state: GameState | None = None
+        self.new_fouls = False
+        """Whether fouls of edition 2's kinds are injected too (never in an edition-1 log)."""
 
     def line(self, kind: str, fields: dict[str, Any]) -> tuple[str, bytes]:
         self.seq += 1
@@ -133,16 +301,38 @@ class _Table:
 def _game(
     game_id: str, rng: random.Random, options: SimulationOptions
 ) -> Iterator[tuple[str, bytes]]:
-    from referee.contracts.wire import RulesWire
-
     table = _Table(game_id, rng, options)
-    count = rng.choice((2, 2, 3, 4, 4)) if rng.random() < 0.9 else rng.randint(5, 10)
+    if options.teams:
+        count = rng.choice((4, 4, 6))
+    else:
+        count = rng.choice((2, 2, 3, 4, 4)) if rng.random() < 0.9 else rng.randint(5, 10)
     players = [f"p{i}-{rng.getrandbits(24):06x}" for i in range(count)]
-    rules = _random_rules(rng, count) if options.random_rules else {}
-    yield table.line("GameStarted", {"players": players, "rules": rules})
-    from referee.domain.events import GameStarted
-
-    table.apply(GameStarted(tuple(players), msgspec.convert(rules, RulesWire).to_domain()))
+    teams: dict[str, list[str]] | None = None
+    if options.rules == "edition1":
+        rules = _edition1_rules(rng, count)
+    elif options.rules == "random":
+        partnered = options.teams or (count in (4, 6) and rng.random() < 0.3)
+        rules = _random_rules(rng, count, partnered)
+        teams = _teams_of(players, rng) if partnered else None
+    else:
+        rules = {}
+        teams = _teams_of(players, rng) if options.teams else None
+    if options.forces:
+        rules = _force(rules, options)
+        if options.teams and teams is None:
+            teams = _teams_of(players, rng)
+    effective = _rules_wire(rules)
+    if teams is not None and effective.scoring is Scoring.PENALTY:
+        teams = None  # penalty scoring plays without partnerships
+    problem = game_problem(players, effective, teams)
+    assert problem is None, f"the simulator drew a game that cannot be: {problem} ({rules})"
+    table.new_fouls = options.rules == "random" or options.forces
+    fields: dict[str, Any] = {"players": players, "rules": rules}
+    if teams is not None:
+        fields["teams"] = teams
+    yield table.line("GameStarted", fields)
+    started = msgspec.convert({**fields, **_ENVELOPE}, GameStartedWire).to_domain()
+    table.apply(GameStarted(started.players, started.rules, started.teams))
     for number in range(1, options.max_rounds + 1):
         yield from _round(table, number, players)
         state = table.state
@@ -150,29 +340,55 @@ def _game(
             return
 
 
+_ENVELOPE = {
+    "event_id": "sim",
+    "type": "GameStarted",
+    "game_id": "sim",
+    "seq": 1,
+    "occurred_at": "2026-11-30T12:00:00Z",
+    "schema_version": 1,
+}
+
+_HAND_SIZES = {6: 7, 9: 10, 12: 12, 15: 15, 18: 15}
+"""Hand sizes of trains games, by set (at most; fewer at a crowded table)."""
+
+
 def _round(table: _Table, number: int, players: list[str]) -> Iterator[tuple[str, bytes]]:
     rng = table.rng
     state = table.state
     assert state is not None
     rules = state.rules
+    engine: Tile | None = None
     tiles = sorted(full_set(rules.max_pip))
-    rng.shuffle(tiles)
-    hand_size = min(7, len(tiles) // (len(players) + 1))
+    if rules.layout is Layout.TRAINS:
+        if rules.engine_order is EngineOrder.DESCENDING:
+            e = rules.max_pip - (number - 1) % (rules.max_pip + 1)
+        else:
+            e = rng.randint(0, rules.max_pip)
+        engine = (e, e)
+        tiles.remove(engine)
+        rng.shuffle(tiles)
+        hand_size = min(_HAND_SIZES[rules.max_pip], len(tiles) // (len(players) + 1))
+    else:
+        rng.shuffle(tiles)
+        hand_size = min(7, len(tiles) // (len(players) + 1))
     hands = {p: tiles[i * hand_size : (i + 1) * hand_size] for i, p in enumerate(players)}
     rest = tiles[len(players) * hand_size :]
     boneyard = [] if rules.draw is DrawRule.NONE else rest
     leader = rng.choice(players)
-    yield table.line(
-        "RoundStarted",
-        {
-            "round": number,
-            "hands": {p: [list(t) for t in h] for p, h in hands.items()},
-            "boneyard": [list(t) for t in boneyard],
-            "leader": leader,
-        },
-    )
+    fields: dict[str, Any] = {
+        "round": number,
+        "hands": {p: [list(t) for t in h] for p, h in hands.items()},
+        "boneyard": [list(t) for t in boneyard],
+        "leader": leader,
+    }
+    if engine is not None:
+        fields["engine"] = list(engine)
+    yield table.line("RoundStarted", fields)
     table.apply(
-        RoundStarted(number, {p: tuple(h) for p, h in hands.items()}, tuple(boneyard), leader)
+        RoundStarted(
+            number, {p: tuple(h) for p, h in hands.items()}, tuple(boneyard), leader, engine
+        )
     )
     for _ in range(2000):
         state = table.state
@@ -187,19 +403,18 @@ def _round(table: _Table, number: int, players: list[str]) -> Iterator[tuple[str
 
 
 def _turn(table: _Table, state: GameState) -> Iterator[tuple[str, bytes]]:
+    """Emits what an honest player does: a play if they have one, else a draw or a pass."""
     rnd = state.round
     assert rnd is not None
     seat = rnd.turn
     player = state.players[seat]
     plays = rnd.legal_plays(seat)
     if plays:
-        t, end = table.rng.choice(plays)
-        yield from _emit_play(table, rnd.number, player, t, end)
+        t, end, train = table.rng.choice(plays)
+        yield from _emit_play(table, rnd.number, player, t, end, train)
         return
-    draw = state.rules.draw
-    if rnd.boneyard and (
-        draw is DrawRule.UNTIL_PLAYABLE or (draw is DrawRule.ONCE and not rnd.drew)
-    ):
+    rules = state.rules
+    if not rules.exhausted(rnd.boneyard_mask) and rules.requires_draw(rnd.drew):
         t = table.rng.choice(sorted(rnd.boneyard))
         yield table.line("TileDrawn", {"round": rnd.number, "player": player, "tile": list(t)})
         table.apply(TileDrawn(rnd.number, player, t))
@@ -209,14 +424,21 @@ def _turn(table: _Table, state: GameState) -> Iterator[tuple[str, bytes]]:
 
 
 def _emit_play(
-    table: _Table, number: int, player: str, t: Tile, end: End | None
+    table: _Table,
+    number: int,
+    player: str,
+    t: Tile,
+    end: End | None,
+    train: str | None = None,
 ) -> Iterator[tuple[str, bytes]]:
     shown = list(t) if table.rng.random() < 0.5 else [t[1], t[0]]
     fields: dict[str, Any] = {"round": number, "player": player, "tile": shown}
     if end is not None:
         fields["end"] = end.value
+    if train is not None:
+        fields["train"] = train
     yield table.line("TilePlayed", fields)
-    table.apply(TilePlayed(number, player, (shown[0], shown[1]), end))
+    table.apply(TilePlayed(number, player, (shown[0], shown[1]), end, train))
 
 
 def _foul(table: _Table, state: GameState) -> Iterator[tuple[str, bytes]]:
@@ -227,23 +449,78 @@ def _foul(table: _Table, state: GameState) -> Iterator[tuple[str, bytes]]:
     seat = rnd.turn
     player = state.players[seat]
     other = state.players[(seat + 1 + rng.randrange(len(state.players) - 1)) % len(state.players)]
-    choice = rng.randrange(5)
+    choice = rng.randrange(8 if table.new_fouls else 5)
     if choice == 0:  # out of turn
         yield table.line("Passed", {"round": rnd.number, "player": other})
         table.apply(Passed(rnd.number, other))
     elif choice == 1:  # a tile the player does not hold
         foreign = sorted(rnd.hands[state.seats[other]])[0]
         yield from _emit_play(table, rnd.number, player, foreign, End.LEFT)
-    elif choice == 2 and rnd.left is not None:  # no end named
+    elif choice == 2 and rnd.layout.places(seat) is not None:  # no place named
         mine = sorted(rnd.hands[seat])[0]
         yield from _emit_play(table, rnd.number, player, mine, None)
     elif choice == 3:  # a pass (false, or before drawing, or legitimate)
         yield table.line("Passed", {"round": rnd.number, "player": player})
         table.apply(Passed(rnd.number, player))
+    elif choice == 5:  # a place this layout does not have now
+        yield from _nowhere(table, state, rnd)
+    elif choice == 6:  # a place it has, but not for this tile or this player
+        yield from _wrong_place(table, state, rnd)
+    elif choice == 7 and rnd.boneyard_mask:  # a real draw, whether or not the player may
+        t = rng.choice(sorted(rnd.boneyard))
+        yield table.line("TileDrawn", {"round": rnd.number, "player": player, "tile": list(t)})
+        table.apply(TileDrawn(rnd.number, player, t))
     else:  # a draw of a tile that is not in the boneyard
         mine = sorted(rnd.hands[seat])[0]
         yield table.line("TileDrawn", {"round": rnd.number, "player": player, "tile": list(mine)})
         table.apply(TileDrawn(rnd.number, player, mine))
+
+
+def _nowhere(table: _Table, state: GameState, rnd: RoundState) -> Iterator[tuple[str, bytes]]:
+    """Plays a tile of the hand on a place that does not exist (``end_not_available``)."""
+    rng = table.rng
+    seat = rnd.turn
+    mine = rng.choice(sorted(rnd.hands[seat]))
+    if isinstance(rnd.layout, Trains):
+        end, train = (End.LEFT, None) if rng.random() < 0.5 else (None, "nobody's")
+    else:
+        end, train = (End.UP, None) if rng.random() < 0.5 else (End.LEFT, state.players[seat])
+    yield from _emit_play(table, rnd.number, state.players[seat], mine, end, train)
+
+
+def _wrong_place(table: _Table, state: GameState, rnd: RoundState) -> Iterator[tuple[str, bytes]]:
+    """Plays a tile on a real place it may not go: another train than a pending double's
+    (``double_unsatisfied``), someone's closed train (``train_closed``), or an end it does
+    not match (``tile_does_not_match``)."""
+    rng = table.rng
+    seat = rnd.turn
+    player = state.players[seat]
+    hand = sorted(rnd.hands[seat])
+    layout = rnd.layout
+    if isinstance(layout, Trains):
+        names = layout.table.names
+        if layout.double_pending:
+            others = [n for i, n in enumerate(names) if i != layout.pending]
+        else:
+            others = [
+                n
+                for i, n in enumerate(names)
+                if i != seat and i < layout.table.seats and not layout.open >> i & 1
+            ]
+        if others:
+            yield from _emit_play(
+                table, rnd.number, player, rng.choice(hand), None, rng.choice(others)
+            )
+            return
+    places = layout.places(seat) or ()
+    for t in rng.sample(hand, len(hand)):
+        misses = [p for p in places if p.value not in t]
+        if misses:
+            place = rng.choice(misses)
+            yield from _emit_play(table, rnd.number, player, t, place.end, place.train)
+            return
+    yield table.line("Passed", {"round": rnd.number, "player": player})
+    table.apply(Passed(rnd.number, player))
 
 
 def _bad_line(rng: random.Random, emitted: list[tuple[str, bytes]], seed: int) -> tuple[str, bytes]:

@@ -7,6 +7,11 @@ hands are written); ``boneyard: tiles``; ``left A right B`` the open ends (absen
 layout); ``turn NAME`` whose turn it is (default: the first player); ``drew`` that the player
 on turn has drawn this turn; ``chain NAME ...`` the confirmation chain; ``round N``.
 A tile is written ``a-b``; an empty list of tiles is written ``-`` or nothing.
+
+Trains (``layout: trains``): ``engine E`` names the deal's engine ``[E,E]``; in ``table`` the
+trains are ``trains ann 5 bob 12 mexican 11`` (every train, with the value its end shows),
+``open bob`` the open personal trains, ``pending bob by ann`` a pending double on bob's train
+played by ann. Actions: ``"ann plays 5-10 on bob"`` names a train, ``"ann plays 6-3 up"`` an end.
 """
 
 from __future__ import annotations
@@ -17,18 +22,24 @@ from typing import TypeVar
 from referee.domain.events import End, GameStarted, Passed, RoundStarted, TileDrawn, TilePlayed
 from referee.domain.fouls import FoulKind
 from referee.domain.judge import Judgement, judge
+from referee.domain.layout import Layout
+from referee.domain.line import Line, line_at
 from referee.domain.rules import Rules
+from referee.domain.spinner import Spinner
 from referee.domain.state import GameState, RoundState
+from referee.domain.teams import seat_teams
 from referee.domain.tiles import Tile, mask_of, tile
+from referee.domain.trains import MEXICAN, NOT_PENDING, Trains, trains_table
 from referee.domain.verdicts import (
     BlockDeclared,
     FoulRecorded,
     GameWon,
+    PointsScored,
     RoundScored,
     Verdict,
 )
 
-V = TypeVar("V", FoulRecorded, BlockDeclared, RoundScored, GameWon)
+V = TypeVar("V", FoulRecorded, PointsScored, BlockDeclared, RoundScored, GameWon)
 
 
 def raw(text: str) -> Tile:
@@ -61,6 +72,10 @@ class _Sections:
         self.drew = False
         self.chain: tuple[str, ...] = ()
         self.round = 1
+        self.engine: int | None = None
+        self.trains: dict[str, int] = {}
+        self.open: tuple[str, ...] = ()
+        self.pending: tuple[str, str] | None = None
         for section in (s.strip() for s in spec.split("|")):
             self._read(section)
 
@@ -83,6 +98,15 @@ class _Sections:
             self.chain = tuple(words[1:])
         elif words[0] == "round":
             self.round = int(words[1])
+        elif words[0] == "engine":
+            self.engine = int(words[1])
+        elif words[0] == "trains":
+            self.trains = {words[i]: int(words[i + 1]) for i in range(1, len(words), 2)}
+        elif words[0] == "open":
+            self.open = tuple(words[1:])
+        elif words[0] == "pending":
+            assert words[2] == "by", section
+            self.pending = (words[1], words[3])
         else:
             raise ValueError(f"cannot read {section!r}")
 
@@ -92,51 +116,84 @@ class _Sections:
 
 
 def table(
-    spec: str, rules: Rules | None = None, scores: Mapping[str, int] | None = None
+    spec: str,
+    rules: Rules | None = None,
+    scores: Mapping[str, int] | None = None,
+    teams: Mapping[str, tuple[str, ...]] | None = None,
 ) -> GameState:
-    """Returns a game in the middle of a round, built directly from the notation."""
+    """Returns a game in the middle of a round, built directly from the notation.
+
+    ``scores`` are by player, or by team id when ``teams`` are given.
+    """
     s = _Sections(spec)
     players = s.players
     seats = {p: i for i, p in enumerate(players)}
+    rules = rules or Rules()
+    layout: Layout = line_at(s.left, s.right)
+    if s.trains:
+        layout = _trains(s, players, seats, rules)
     rnd = RoundState(
         number=s.round,
         hand_masks=tuple(mask_of(s.hands[p]) for p in players),
         boneyard_mask=mask_of(s.boneyard),
-        left=s.left,
-        right=s.right,
+        layout=layout,
         turn=seats[s.turn or players[0]],
         drew=s.drew,
         chain=tuple(seats[p] for p in s.chain),
     )
+    seated = seat_teams(players, teams)
     given = scores or {}
     return GameState(
         players=players,
-        rules=rules or Rules(),
+        rules=rules,
         seats=seats,
-        scores=tuple(given.get(p, 0) for p in players),
+        teams=seated,
+        scores=tuple(given.get(p, 0) for p in seated.ids or players),
         round=rnd,
     )
+
+
+def _trains(s: _Sections, players: tuple[str, ...], seats: dict[str, int], rules: Rules) -> Trains:
+    built = trains_table(players, seats, rules)
+    assert set(s.trains) == set(built.names), f"every train, please: {built.names}"
+    opened = 0
+    for name in (*s.open, *([MEXICAN] if rules.mexican_train else [])):
+        opened |= 1 << built.numbers[name]
+    pending = pending_seat = NOT_PENDING
+    if s.pending is not None:
+        pending, pending_seat = built.numbers[s.pending[0]], seats[s.pending[1]]
+    ends = tuple(s.trains[name] for name in built.names)
+    return Trains(ends, opened, pending, pending_seat, built)
 
 
 def dealt(spec: str, round: int = 1) -> RoundStarted:  # noqa: A002 - the event's own word
     """Returns the ``RoundStarted`` of the notation (``leader NAME``; default the first hand)."""
     s = _Sections(spec)
+    engine = None if s.engine is None else (s.engine, s.engine)
     return RoundStarted(
-        round=round, hands=dict(s.hands), boneyard=s.boneyard, leader=s.turn or s.players[0]
+        round=round,
+        hands=dict(s.hands),
+        boneyard=s.boneyard,
+        leader=s.turn or s.players[0],
+        engine=engine,
     )
 
 
-def started(players: str, rules: Rules | None = None) -> GameState:
+def started(
+    players: str, rules: Rules | None = None, teams: Mapping[str, tuple[str, ...]] | None = None
+) -> GameState:
     """Returns a game just started the normal way: ``started("ann bob cid")``."""
-    game, verdicts = judge(None, GameStarted(tuple(players.split()), rules or Rules()))
+    game, verdicts = judge(None, GameStarted(tuple(players.split()), rules or Rules(), teams))
     assert verdicts == ()
     return game
 
 
-def deal(spec: str, rules: Rules | None = None) -> GameState:
+def deal(
+    spec: str, rules: Rules | None = None, teams: Mapping[str, tuple[str, ...]] | None = None
+) -> GameState:
     """Returns a game started with ``GameStarted`` then dealt its first round from ``spec``."""
     event = dealt(spec)
-    game = started(" ".join(event.hands), rules)
+    game = started(" ".join(event.hands), rules, teams)
     game, verdicts = judge(game, event)
     assert verdicts == ()
     return game
@@ -158,12 +215,18 @@ def _round_of(game: GameState, rnd: int | None) -> int:
 
 
 def play(
-    game: GameState, player: str, tile_text: str, end: str | None = None, rnd: int | None = None
+    game: GameState,
+    player: str,
+    tile_text: str,
+    end: str | None = None,
+    rnd: int | None = None,
+    train: str | None = None,
 ) -> Judgement:
-    """Judges ``player`` putting the tile (as written) on ``end`` ("left", "right" or none)."""
+    """Judges ``player`` putting the tile (as written) on ``end`` ("left", "right", "up",
+    "down" or none) or on ``train``."""
     return judge(
         game,
-        TilePlayed(_round_of(game, rnd), player, raw(tile_text), End(end) if end else None),
+        TilePlayed(_round_of(game, rnd), player, raw(tile_text), End(end) if end else None, train),
     )
 
 
@@ -178,10 +241,13 @@ def pass_(game: GameState, player: str, rnd: int | None = None) -> Judgement:
 
 
 def act(game: GameState, line: str) -> Judgement:
-    """Judges one action written ``"bob plays 3-4 left"``, ``"bob draws 1-2"``, ``"bob passes"``."""
+    """Judges one action written ``"bob plays 3-4 left"``, ``"bob plays 3-4 on mexican"``,
+    ``"bob draws 1-2"``, ``"bob passes"``."""
     words = line.split()
     player, verb = words[0], words[1]
     if verb == "plays":
+        if len(words) > 4 and words[3] == "on":
+            return play(game, player, words[2], train=words[4])
         return play(game, player, words[2], words[3] if len(words) > 3 else None)
     if verb == "draws":
         return draw(game, player, words[2])
@@ -245,10 +311,32 @@ def turn(game: GameState) -> str:
 
 
 def ends(game: GameState) -> tuple[int | None, int | None]:
-    """Returns the layout's (left, right)."""
-    return rnd(game).left, rnd(game).right
+    """Returns the line's (left, right)."""
+    layout = rnd(game).layout
+    assert isinstance(layout, Line | Spinner), layout
+    return layout.left, layout.right
 
 
 def scores(game: GameState) -> dict[str, int]:
-    """Returns the cumulative scores by player."""
-    return dict(zip(game.players, game.scores, strict=True))
+    """Returns the cumulative scores by player (each their team's)."""
+    return game.player_scores()
+
+
+def trains_of(game: GameState) -> Trains:
+    """Returns the round's trains (the layout must be trains)."""
+    layout = rnd(game).layout
+    assert isinstance(layout, Trains), layout
+    return layout
+
+
+def open_trains(game: GameState) -> set[str]:
+    """Returns the ids of the open trains."""
+    layout = trains_of(game)
+    return {n for i, n in enumerate(layout.table.names) if layout.open >> i & 1}
+
+
+def spinner_of(game: GameState) -> Spinner:
+    """Returns the round's spinner layout (the layout must be one)."""
+    layout = rnd(game).layout
+    assert isinstance(layout, Spinner), layout
+    return layout

@@ -192,8 +192,24 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument("--seed", type=integer(), default=1, help="random seed")
     simulate.add_argument("--output", type=Path, help="the log (default: stdout, also -)")
     simulate.add_argument(
-        "--rules", choices=("default", "random"), default="random", help="rule options"
+        "--rules",
+        choices=("default", "random", "edition1"),
+        default="random",
+        help="rule options: all defaults; drawn across every family; drawn as edition 1 did "
+        "(the same seed gives edition 1's log)",
     )
+    simulate.add_argument(
+        "--layout", choices=("line", "spinner", "trains"), help="every game on this layout"
+    )
+    simulate.add_argument(
+        "--teams", action="store_true", help="every game in partnerships (4 or 6 players)"
+    )
+    simulate.add_argument(
+        "--play-scoring",
+        choices=("none", "fives", "threes", "fives_and_threes"),
+        help="every game scores during play so (line or spinner)",
+    )
+    simulate.add_argument("--scoring", choices=("award", "penalty"), help="every game scored so")
     simulate.add_argument("--foul-rate", type=rate, default=0.02, help="fouls per turn")
     simulate.add_argument("--bad-rate", type=rate, default=0.0, help="bad lines per event")
     simulate.add_argument(
@@ -321,18 +337,25 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from referee.simulate import SimulationOptions, simulate
+    from referee.simulate import SimulationOptions, options_problem, simulate
 
     options = SimulationOptions(
         games=args.games,
         seed=args.seed,
-        random_rules=args.rules == "random",
+        rules=args.rules,
         foul_rate=args.foul_rate,
         bad_rate=args.bad_rate,
         duplicate_rate=args.duplicate_rate,
         concurrency=args.concurrency,
         max_rounds=args.max_rounds,
+        layout=args.layout,
+        teams=args.teams,
+        play_scoring=args.play_scoring,
+        scoring=args.scoring,
     )
+    problem = options_problem(options)
+    if problem is not None:
+        raise UsageError(problem)
     out = open_output(args.output, "--output")
     try:
         count = 0

@@ -7,6 +7,7 @@ from typing import TypeGuard
 
 import msgspec
 
+from referee.contracts.game_checks import game_started_problem
 from referee.contracts.limits import (
     MAX_DEPTH,
     MAX_INTEGER,
@@ -109,6 +110,7 @@ def _problem(event: InputEvent) -> str | None:
                 )
         if len(set(event.players)) != len(event.players):
             return f"{tag}: players must be distinct - at `$.players`"
+        return game_started_problem(event)  # options, teams and player names (RULES.md)
     return None
 
 

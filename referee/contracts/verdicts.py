@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from referee.domain import verdicts as domain
 from referee.domain.fouls import FoulKind
@@ -18,11 +20,14 @@ VERDICT_NAMESPACE = uuid.UUID("6f1c1d1e-8a4b-5c2d-9e3f-0a1b2c3d4e5f")
 Points = dict[str, int]
 
 
-class OpenEnds(msgspec.Struct, frozen=True):
-    """The values shown at the two open ends of the line."""
+def _about(description: str, example: object) -> msgspec.Meta:
+    return msgspec.Meta(description=description, examples=[example])
 
-    left: int
-    right: int
+
+TeamPoints = Annotated[
+    Points | UnsetType, _about("Team id -> points; only when the game has teams.", {"north": 12})
+]
+"""A per-team figure, present only in a game with teams (EVENTS.md)."""
 
 
 class VerdictWire(msgspec.Struct, tag_field="type", frozen=True):
@@ -45,11 +50,31 @@ class FoulRecordedWire(VerdictWire, tag="FoulRecorded", frozen=True):
     player: str
     foul: FoulKind
     applied: bool
-    penalty: Annotated[int, msgspec.Meta(ge=0, description="Points deducted (0 if none).")]
+    penalty: Annotated[
+        int,
+        msgspec.Meta(
+            ge=0,
+            description="The foul's points (0 if none): deducted under award scoring, added "
+            "under penalty scoring.",
+        ),
+    ]
+
+
+class PointsScoredWire(VerdictWire, tag="PointsScored", frozen=True):
+    """A play scored at once from the layout's count (RULES.md section 10)."""
+
+    player: Annotated[str, msgspec.Meta(description="The mover.")]
+    count: Annotated[int, _about("The layout's count after the play (RULES.md section 10).", 15)]
+    points: Annotated[int, msgspec.Meta(gt=0, description="What the play scored.")]
+    cumulative: Annotated[Points, msgspec.Meta(description="Player -> score so far.")]
+    team: Annotated[
+        str | UnsetType, _about("The mover's team; only when the game has teams.", "north")
+    ] = UNSET
+    team_cumulative: TeamPoints = UNSET
 
 
 class BlockDeclaredWire(VerdictWire, tag="BlockDeclared", frozen=True):
-    """The round is blocked: nobody can play and the boneyard is empty."""
+    """The round is blocked: nobody can play and the boneyard is exhausted."""
 
     proposer: str
     confirmed_by: Annotated[
@@ -59,7 +84,14 @@ class BlockDeclaredWire(VerdictWire, tag="BlockDeclared", frozen=True):
             "empty under immediate confirmation."
         ),
     ]
-    open_ends: OpenEnds
+    open_ends: Annotated[
+        dict[str, int],
+        msgspec.Meta(
+            description="End -> the value it shows: left and right in line; plus up and down "
+            "in spinner once the spinner is down; train id -> value for every train in trains.",
+            examples=[{"left": 3, "right": 7}, {"ann": 4, "bob": 12, "mexican": 9}],
+        ),
+    ]
     pip_counts: Points
 
 
@@ -72,18 +104,47 @@ class RoundScoredWire(VerdictWire, tag="RoundScored", frozen=True):
     awards: Points
     cumulative: Points
     tie: bool
+    scoring: Annotated[
+        Literal["penalty"] | UnsetType,
+        _about(
+            "Present under penalty scoring: awards then hold the pips each player added.",
+            "penalty",
+        ),
+    ] = UNSET
+    team_pip_counts: TeamPoints = UNSET
+    team_awards: TeamPoints = UNSET
+    team_cumulative: TeamPoints = UNSET
+    winning_teams: Annotated[
+        list[str] | UnsetType,
+        _about("The winning teams, by seat of their first member; only with teams.", ["north"]),
+    ] = UNSET
 
 
 class GameWonWire(VerdictWire, tag="GameWon", frozen=True):
-    """A player reached the target score and won the game."""
+    """The game is over: its (first) winner and the final scores."""
 
-    winner: str
+    winner: Annotated[str, msgspec.Meta(description="The first winner in the order of play.")]
     cumulative: Points
+    winners: Annotated[
+        list[str] | UnsetType,
+        _about(
+            "Every winning player, in the order of play; only with teams, rounds or penalty "
+            "scoring.",
+            ["ann", "cid"],
+        ),
+    ] = UNSET
+    winning_teams: Annotated[
+        list[str] | UnsetType, _about("The winning teams; only with teams.", ["north"])
+    ] = UNSET
+    team_cumulative: TeamPoints = UNSET
 
 
-OutputVerdict = FoulRecordedWire | BlockDeclaredWire | RoundScoredWire | GameWonWire
+OutputVerdict = (
+    FoulRecordedWire | PointsScoredWire | BlockDeclaredWire | RoundScoredWire | GameWonWire
+)
 VERDICTS: tuple[type[VerdictWire], ...] = (
     FoulRecordedWire,
+    PointsScoredWire,
     BlockDeclaredWire,
     RoundScoredWire,
     GameWonWire,
@@ -132,12 +193,11 @@ def to_wire(
             *head, verdict.player, verdict.foul, verdict.applied, verdict.penalty
         )
     if isinstance(verdict, domain.BlockDeclared):
-        left, right = verdict.open_ends
         return BlockDeclaredWire(
             *head,
             verdict.proposer,
             list(verdict.confirmed_by),
-            OpenEnds(left, right),
+            dict(verdict.open_ends),
             dict(verdict.pip_counts),
         )
     if isinstance(verdict, domain.RoundScored):
@@ -149,8 +209,35 @@ def to_wire(
             dict(verdict.awards),
             dict(verdict.cumulative),
             verdict.tie,
+            scoring=UNSET if verdict.scoring is None else "penalty",
+            team_pip_counts=_optional(verdict.team_pip_counts),
+            team_awards=_optional(verdict.team_awards),
+            team_cumulative=_optional(verdict.team_cumulative),
+            winning_teams=UNSET if verdict.winning_teams is None else list(verdict.winning_teams),
         )
-    return GameWonWire(*head, verdict.winner, dict(verdict.cumulative))
+    if isinstance(verdict, domain.PointsScored):
+        return PointsScoredWire(
+            *head,
+            verdict.player,
+            verdict.count,
+            verdict.points,
+            dict(verdict.cumulative),
+            team=UNSET if verdict.team is None else verdict.team,
+            team_cumulative=_optional(verdict.team_cumulative),
+        )
+    return GameWonWire(
+        *head,
+        verdict.winner,
+        dict(verdict.cumulative),
+        winners=UNSET if verdict.winners is None else list(verdict.winners),
+        winning_teams=UNSET if verdict.winning_teams is None else list(verdict.winning_teams),
+        team_cumulative=_optional(verdict.team_cumulative),
+    )
+
+
+def _optional(points: Mapping[str, int] | None) -> Points | UnsetType:
+    """Returns a figure that only some games have, or ``UNSET`` (left out) when absent."""
+    return UNSET if points is None else dict(points)
 
 
 def encode_canonical(obj: object) -> bytes:

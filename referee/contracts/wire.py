@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 import msgspec
+from msgspec import UNSET, UnsetType
+from msgspec.structs import force_setattr
 
 from referee.contracts.limits import MAX_INTEGER, RFC3339_PATTERN
 from referee.domain import events as domain
@@ -13,12 +15,21 @@ from referee.domain.events import End
 from referee.domain.fouls import FoulKind
 from referee.domain.rules import (
     BlockConfirmation,
+    BlockWinner,
+    DoubleRule,
     DrawRule,
     DrawWhileAble,
+    EngineOrder,
+    Layout,
+    PlayScoring,
     PointsPolicy,
     Rounding,
     Rules,
+    Scoring,
+    SpinnerArms,
     TiePolicy,
+    default_draw,
+    default_scoring,
 )
 
 ID_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
@@ -77,17 +88,41 @@ WireTile = Annotated[
     msgspec.Meta(description="A tile [a, b]; [3, 5] and [5, 3] are the same tile."),
 ]
 Penalty = Annotated[int, msgspec.Meta(ge=0, le=1000)]
+TeamId = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=64,
+        extra_json_schema={"pattern": ID_PATTERN},
+        description="A team id. No control characters.",
+    ),
+]
 
 _new = tuple.__new__
 """Builds a domain event (a named tuple) from all its fields, without its generated
 ``__new__``: the actions are converted once per input event."""
 
 
+_T = TypeVar("_T")
+
+
+def _option(description: str) -> msgspec.Meta:
+    return msgspec.Meta(description=description)
+
+
 class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
-    """The rule options of RULES.md; an absent option takes its default."""
+    """The rule options of RULES.md; an absent option takes its default.
+
+    The options added in edition 2 are ``UNSET`` when absent, so an edition-1 ``GameStarted``
+    encodes (and fingerprints) exactly as before, and ``draw`` stays ``UNSET`` when absent in
+    a trains game, whose default differs (``to_domain`` resolves both).
+    """
 
     max_pip: Literal[6, 9, 12, 15, 18] = 6
-    draw: DrawRule = DrawRule.UNTIL_PLAYABLE
+    draw: Annotated[
+        DrawRule | UnsetType,
+        _option("Default until_playable; once when layout is trains."),
+    ] = UNSET
     draw_while_able: DrawWhileAble = DrawWhileAble.ALLOWED
     block_confirmation: BlockConfirmation = BlockConfirmation.FULL_ROUND
     block_points: PointsPolicy = PointsPolicy.OTHERS
@@ -97,10 +132,67 @@ class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=Fals
     double_blank: Annotated[int, msgspec.Meta(ge=0, le=100)] = 0
     foul_penalty: dict[FoulKind, Penalty] = msgspec.field(default_factory=dict)
     target_score: Annotated[int, msgspec.Meta(ge=1, le=MAX_INTEGER)] | None = None
+    layout: Annotated[
+        Layout | UnsetType,
+        _option("Where tiles are played (RULES.md section 1). Default line."),
+    ] = UNSET
+    spinner_arms: Annotated[
+        SpinnerArms | UnsetType,
+        _option(
+            "When up and down open on the spinner; only with layout spinner. Default after_sides."
+        ),
+    ] = UNSET
+    mexican_train: Annotated[
+        bool | UnsetType,
+        _option(
+            "Whether there is a public train, id mexican; only with layout trains. Default true."
+        ),
+    ] = UNSET
+    double_rule: Annotated[
+        DoubleRule | UnsetType,
+        _option(
+            "How long a double on a train stays pending; only with layout trains. Default satisfy."
+        ),
+    ] = UNSET
+    engine_order: Annotated[
+        EngineOrder | UnsetType,
+        _option("Which double may be a round's engine; only with layout trains. Default free."),
+    ] = UNSET
+    boneyard_reserve: Annotated[
+        Annotated[int, msgspec.Meta(ge=0, le=2)] | UnsetType,
+        _option("Tiles never drawn: the boneyard is exhausted at this many. Default 0."),
+    ] = UNSET
+    block_winner: Annotated[
+        BlockWinner | UnsetType,
+        _option("Which team wins a blocked round. Default lowest_team."),
+    ] = UNSET
+    scoring: Annotated[
+        Scoring | UnsetType,
+        _option("What a round's score is. Default award; penalty when layout is trains."),
+    ] = UNSET
+    rounds: Annotated[
+        Annotated[int, msgspec.Meta(ge=1, le=100)] | UnsetType | None,
+        _option("When set, the game ends once this round is scored. Default none."),
+    ] = UNSET
+    play_scoring: Annotated[
+        PlayScoring | UnsetType,
+        _option(
+            "Whether a play scores from the layout's count (RULES.md section 10); only "
+            "with layout line or spinner. Default none."
+        ),
+    ] = UNSET
+
+    def __post_init__(self) -> None:
+        # An absent draw is edition 1's default wherever that is the default, so that an
+        # edition-1 GameStarted re-encodes (and fingerprints) exactly as it always did.
+        if self.draw is UNSET and self.layout is not Layout.TRAINS:
+            force_setattr(self, "draw", DrawRule.UNTIL_PLAYABLE)
 
     @classmethod
     def from_domain(cls, rules: Rules) -> RulesWire:
-        """Returns the domain's rules as their wire object, every option spelled out."""
+        """Returns the domain's rules as their wire object: every edition-1 option spelled
+        out, an edition-2 option only where it is not what its absence would give."""
+        layout = rules.layout
         return cls(
             max_pip=rules.max_pip,  # type: ignore[arg-type]
             draw=rules.draw,
@@ -113,13 +205,24 @@ class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=Fals
             double_blank=rules.double_blank,
             foul_penalty=dict(rules.foul_penalty),
             target_score=rules.target_score,
+            layout=_unless(layout, Layout.LINE),
+            spinner_arms=_unless(rules.spinner_arms, SpinnerArms.AFTER_SIDES),
+            mexican_train=_unless(rules.mexican_train, True),  # noqa: FBT003
+            double_rule=_unless(rules.double_rule, DoubleRule.SATISFY),
+            engine_order=_unless(rules.engine_order, EngineOrder.FREE),
+            boneyard_reserve=_unless(rules.boneyard_reserve, 0),
+            block_winner=_unless(rules.block_winner, BlockWinner.LOWEST_TEAM),
+            scoring=_unless(rules.scoring, default_scoring(layout)),
+            rounds=_unless(rules.rounds, None),
+            play_scoring=_unless(rules.play_scoring, PlayScoring.NONE),
         )
 
     def to_domain(self) -> Rules:
-        """Returns the domain's rules."""
+        """Returns the domain's rules: absent options at their defaults (by layout)."""
+        layout = _given(self.layout, Layout.LINE)
         return Rules(
             max_pip=self.max_pip,
-            draw=self.draw,
+            draw=_given(self.draw, default_draw(layout)),
             draw_while_able=self.draw_while_able,
             block_confirmation=self.block_confirmation,
             block_points=self.block_points,
@@ -129,7 +232,27 @@ class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=Fals
             double_blank=self.double_blank,
             foul_penalty=MappingProxyType(dict(self.foul_penalty)),
             target_score=self.target_score,
+            layout=layout,
+            spinner_arms=_given(self.spinner_arms, SpinnerArms.AFTER_SIDES),
+            mexican_train=_given(self.mexican_train, True),  # noqa: FBT003
+            double_rule=_given(self.double_rule, DoubleRule.SATISFY),
+            engine_order=_given(self.engine_order, EngineOrder.FREE),
+            boneyard_reserve=_given(self.boneyard_reserve, 0),
+            block_winner=_given(self.block_winner, BlockWinner.LOWEST_TEAM),
+            scoring=_given(self.scoring, default_scoring(layout)),
+            rounds=_given(self.rounds, None),
+            play_scoring=_given(self.play_scoring, PlayScoring.NONE),
         )
+
+
+def _given(value: _T | UnsetType, default: _T) -> _T:
+    """Returns an option's value, or its default when it is absent."""
+    return default if isinstance(value, UnsetType) else value
+
+
+def _unless(value: _T, default: _T) -> _T | UnsetType:
+    """Returns an option's value, or ``UNSET`` (left out) when it is what absence gives."""
+    return UNSET if value == default else value
 
 
 class WireEvent(msgspec.Struct, tag_field="type", frozen=True, gc=False):
@@ -169,10 +292,23 @@ class GameStartedWire(WireEvent, tag="GameStarted", frozen=True):
         ),
     ]
     rules: RulesWire = msgspec.field(default_factory=RulesWire)
+    teams: Annotated[
+        dict[TeamId, list[PlayerId]] | UnsetType | None,
+        msgspec.Meta(
+            description="Partnerships (RULES.md section 9): team id -> its players. At least "
+            "2 teams of one size, every player in exactly one, partners alternating around "
+            "the table. Absent or null: every player is a team of one."
+        ),
+    ] = UNSET
 
     def to_domain(self) -> domain.GameStarted:
         """Returns the event as the judge sees it."""
-        return domain.GameStarted(tuple(self.players), self.rules.to_domain())
+        teams = self.teams
+        return domain.GameStarted(
+            tuple(self.players),
+            self.rules.to_domain(),
+            None if teams is UNSET or teams is None else {t: tuple(m) for t, m in teams.items()},
+        )
 
 
 class RoundStartedWire(WireEvent, tag="RoundStarted", frozen=True):
@@ -182,6 +318,13 @@ class RoundStartedWire(WireEvent, tag="RoundStarted", frozen=True):
     hands: dict[PlayerId, list[WireTile]]
     boneyard: list[WireTile]
     leader: PlayerId
+    engine: Annotated[
+        WireTile | UnsetType | None,
+        msgspec.Meta(
+            description="The centre double, present exactly when the layout is trains "
+            "(RULES.md section 8.2)."
+        ),
+    ] = UNSET
 
     @property
     def round_no(self) -> int:
@@ -190,21 +333,35 @@ class RoundStartedWire(WireEvent, tag="RoundStarted", frozen=True):
 
     def to_domain(self) -> domain.RoundStarted:
         """Returns the event as the judge sees it."""
+        engine = self.engine
         return domain.RoundStarted(
             self.round,
             {p: tuple(ts) for p, ts in self.hands.items()},
             tuple(self.boneyard),
             self.leader,
+            None if engine is UNSET else engine,
         )
 
 
 class TilePlayedWire(WireEvent, tag="TilePlayed", frozen=True):
-    """A player put a tile on an end of the line."""
+    """A player put a tile on a place of the layout: an end, or a train."""
 
     round: RoundNo
     player: PlayerId
     tile: WireTile
-    end: End | None = None
+    end: Annotated[
+        End | None,
+        msgspec.Meta(
+            description="The end, in a line or spinner (omitted or null for the first tile)."
+        ),
+    ] = None
+    train: Annotated[
+        str | UnsetType | None,
+        msgspec.Meta(
+            description="The train, in trains: a player id or mexican. A place the layout "
+            "does not have is a foul (end_not_available), not invalid input."
+        ),
+    ] = UNSET
 
     @property
     def round_no(self) -> int:
@@ -213,7 +370,11 @@ class TilePlayedWire(WireEvent, tag="TilePlayed", frozen=True):
 
     def to_domain(self) -> domain.TilePlayed:
         """Returns the event as the judge sees it."""
-        return _new(domain.TilePlayed, (self.round, self.player, self.tile, self.end))
+        train = self.train
+        return _new(
+            domain.TilePlayed,
+            (self.round, self.player, self.tile, self.end, None if train is UNSET else train),
+        )
 
 
 class TileDrawnWire(WireEvent, tag="TileDrawn", frozen=True):

@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
+from referee.domain.layout import Restart
 from referee.domain.rules import BlockConfirmation
 from referee.domain.state import RoundState
+
+_CONTINUE = Restart.CONTINUE
 
 
 class BlockInvariantError(AssertionError):
     """A block was about to be declared although its conditions do not hold (a bug)."""
 
 
-def extend_chain(rnd: RoundState, seat: int, legitimate: bool) -> tuple[int, ...]:
+def extend_chain(
+    chain: tuple[int, ...], seat: int, confirms: bool, restart: Restart = _CONTINUE
+) -> tuple[int, ...]:
     """Returns the confirmation chain after ``seat`` passed.
 
-    A legitimate pass with the boneyard empty proposes or confirms the block; any other pass
-    breaks the chain.
+    ``confirms``: the pass was legitimate and the boneyard is exhausted; any other pass breaks
+    the chain. A confirming pass that changed someone's available ends (``restart``) starts
+    the chain afresh: with itself when the passer's own ends did not change, else empty.
     """
-    if legitimate and not rnd.boneyard_mask:
-        return (*rnd.chain, seat)
-    return ()
+    if not confirms:
+        return ()
+    if restart is _CONTINUE:
+        return (*chain, seat)
+    return (seat,) if restart is Restart.FRESH else ()
 
 
 def block_proposer(
-    rnd: RoundState, mode: BlockConfirmation, actor: int, players: int
+    rnd: RoundState, mode: BlockConfirmation, actor: int, players: int, boneyard_reserve: int
 ) -> int | None:
     """Returns the proposer if the round is now declared blocked, else ``None``.
 
@@ -33,7 +41,7 @@ def block_proposer(
     if mode is BlockConfirmation.FULL_ROUND:
         if len(rnd.chain) < players:
             return None
-        if not rnd.is_blocked():
+        if not rnd.is_blocked(boneyard_reserve):
             raise BlockInvariantError(f"a full round of passes but not blocked: {rnd}")
         return rnd.chain[0]
-    return actor if rnd.is_blocked() else None
+    return actor if rnd.is_blocked(boneyard_reserve) else None

@@ -14,37 +14,47 @@ from referee.domain.tiles import Tile
 
 
 class End(StrEnum):
-    """An open end of the line of play."""
+    """An end of a line or spinner layout, as a play names it."""
 
     LEFT = "left"
     """The end that shows the first tile's first value."""
     RIGHT = "right"
     """The end that shows the first tile's second value."""
+    UP = "up"
+    """The spinner's first arm (RULES.md section 8.1)."""
+    DOWN = "down"
+    """The spinner's second arm."""
 
 
 class GameStarted(NamedTuple):
-    """A game began with these players, in clockwise seating order, under these rules."""
+    """A game began with these players, in the order of play, under these rules."""
 
     players: tuple[str, ...]
     rules: Rules
+    teams: Mapping[str, tuple[str, ...]] | None = None
+    """Partnerships: team id -> its players (RULES.md section 9); ``None`` for none."""
 
 
 class RoundStarted(NamedTuple):
-    """A round was dealt: hands, boneyard, and who leads."""
+    """A round was dealt: hands, boneyard, who leads and, in trains, the engine."""
 
     round: int
     hands: Mapping[str, tuple[Tile, ...]]
     boneyard: tuple[Tile, ...]
     leader: str
+    engine: Tile | None = None
 
 
 class TilePlayed(NamedTuple):
-    """A player put a tile on an end of the line (no end for the first tile)."""
+    """A player put a tile on a place of the layout: an end, or a train."""
 
     round: int
     player: str
     tile: Tile
     end: End | None
+    """The end named in a line or spinner (none for the first tile)."""
+    train: str | None = None
+    """The train named in trains: a player id or ``mexican``."""
 
 
 class TileDrawn(NamedTuple):

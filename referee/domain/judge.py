@@ -8,7 +8,6 @@ from referee.domain.block import block_proposer, extend_chain
 from referee.domain.errors import InvalidInput, RejectionReason
 from referee.domain.events import (
     Action,
-    End,
     GameEvent,
     GameStarted,
     Passed,
@@ -17,14 +16,32 @@ from referee.domain.events import (
     TilePlayed,
 )
 from referee.domain.fouls import FoulKind
-from referee.domain.rules import BlockConfirmation, DrawRule, DrawWhileAble
-from referee.domain.scoring import Award, game_winner, score_block, score_domino
-from referee.domain.state import GameState, RoundState, hand_can_play, new_game
-from referee.domain.tiles import BIT, Tile, format_tile, set_mask, tile
+from referee.domain.layout import Layout, Restart
+from referee.domain.options import game_problem
+from referee.domain.play_scoring import play_points
+from referee.domain.rules import (
+    BlockConfirmation,
+    DrawRule,
+    DrawWhileAble,
+    EngineOrder,
+    PlayScoring,
+    Scoring,
+)
+from referee.domain.rules import Layout as LayoutKind
+from referee.domain.scoring import (
+    Award,
+    game_winners,
+    score_block,
+    score_domino,
+    score_penalty,
+)
+from referee.domain.state import GameState, RoundState, new_game, new_layout, round_state
+from referee.domain.tiles import Tile, bit_of, format_tile, set_mask, tile
 from referee.domain.verdicts import (
     BlockDeclared,
     FoulRecorded,
     GameWon,
+    PointsScored,
     RoundEnd,
     RoundScored,
     Verdict,
@@ -38,14 +55,14 @@ NO_VERDICTS: tuple[Verdict, ...] = ()
 # Hot-path constants. Reading a member off an enum class costs 100-200 ns in CPython 3.11 (the
 # metaclass makes it a slow attribute lookup), several times a module global; the judge reads
 # these on nearly every event.
-_LEFT = End.LEFT
 _FULL_ROUND = BlockConfirmation.FULL_ROUND
 _NO_DRAW = DrawRule.NONE
 _DRAW_ONCE = DrawRule.ONCE
 _DRAWING_FOULS = DrawWhileAble.FOUL
-_new = tuple.__new__
-"""Builds a state from its fields in order: ``_new(RoundState, (...))`` skips the Python-level
-``__new__`` of a named tuple, which costs as much again as the tuple. For the hottest paths."""
+_NO_PLAY_SCORING = PlayScoring.NONE
+_PENALTY = Scoring.PENALTY
+_CONTINUE = Restart.CONTINUE
+_FOUL = FoulKind
 
 
 def judge(game: GameState | None, event: GameEvent) -> Judgement:
@@ -55,7 +72,7 @@ def judge(game: GameState | None, event: GameEvent) -> Judgement:
     """
     if game is None:
         if isinstance(event, GameStarted):
-            return new_game(event.players, event.rules), NO_VERDICTS
+            return _start_game(event), NO_VERDICTS
         raise InvalidInput(
             RejectionReason.UNKNOWN_GAME,
             f"no GameStarted was seen for this game before {_kind(event)}",
@@ -102,6 +119,18 @@ def _kind(event: GameEvent) -> str:
     return type(event).__name__
 
 
+def _start_game(event: GameStarted) -> GameState:
+    # The edge checks the same limits first; this keeps the fold itself from starting a game
+    # that cannot be (RULES.md section 6).
+    problem = game_problem(event.players, event.rules, event.teams)
+    if problem is not None:
+        raise InvalidInput(
+            RejectionReason.SCHEMA_VIOLATION,
+            f"GameStarted: {problem.detail} - at `{problem.path}`",
+        )
+    return new_game(event.players, event.rules, event.teams)
+
+
 # --- dealing ---------------------------------------------------------------------------------
 
 
@@ -118,16 +147,9 @@ def _start_round(game: GameState, event: RoundStarted) -> Judgement:
             RejectionReason.WRONG_ROUND, f"round {event.round} started; expected round {expected}"
         )
     hands, boneyard = _check_deal(game, event)
-    rnd = RoundState(
-        number=event.round,
-        hand_masks=hands,
-        boneyard_mask=boneyard,
-        left=None,
-        right=None,
-        turn=game.seats[event.leader],
-        drew=False,
-        chain=(),
-    )
+    engine = _check_engine(game, event, hands, boneyard)
+    layout = new_layout(game.rules, game.players, game.seats, engine)
+    rnd = round_state(event.round, hands, boneyard, layout, game.seats[event.leader])
     return game.with_round(rnd), NO_VERDICTS
 
 
@@ -165,6 +187,49 @@ def _check_deal(game: GameState, event: RoundStarted) -> tuple[tuple[int, ...], 
     return tuple(masks), boneyard
 
 
+def _check_engine(
+    game: GameState, event: RoundStarted, hands: tuple[int, ...], boneyard: int
+) -> Tile | None:
+    """Checks the engine against the layout and ``engine_order``; returns it (trains only)."""
+    rules = game.rules
+    engine = event.engine
+    if rules.layout is not LayoutKind.TRAINS:
+        if engine is not None:
+            raise InvalidInput(
+                RejectionReason.BAD_DEAL,
+                f"an engine is dealt only in layout trains; this game's layout is {rules.layout}",
+            )
+        return None
+    if engine is None:
+        raise InvalidInput(RejectionReason.BAD_DEAL, "a trains round needs an engine")
+    e = tile(*engine)
+    if e[0] != e[1]:
+        raise InvalidInput(RejectionReason.BAD_DEAL, f"the engine {format_tile(e)} is not a double")
+    bit = bit_of(e)
+    if not bit & set_mask(rules.max_pip):
+        raise InvalidInput(
+            RejectionReason.BAD_DEAL,
+            f"the engine {format_tile(e)} is not in the double-{rules.max_pip} set",
+        )
+    dealt = boneyard
+    for hand in hands:
+        dealt |= hand
+    if bit & dealt:
+        raise InvalidInput(
+            RejectionReason.BAD_DEAL, f"tile {format_tile(e)} is dealt twice (engine)"
+        )
+    if rules.engine_order is EngineOrder.DESCENDING:
+        top = rules.max_pip
+        due = top - (event.round - 1) % (top + 1)
+        if e[0] != due:
+            raise InvalidInput(
+                RejectionReason.BAD_DEAL,
+                f"round {event.round}'s engine must be [{due},{due}] under engine_order "
+                f"descending, got {format_tile(e)}",
+            )
+    return e
+
+
 def _deal_mask(
     tiles: Iterable[Tile], where: str, the_set: int, seen: int, max_pip: int
 ) -> tuple[int, int]:
@@ -174,7 +239,7 @@ def _deal_mask(
     """
     mask = 0
     for t in tiles:
-        bit = BIT.get(t, 0)
+        bit = bit_of(t)
         if not bit & the_set:
             raise InvalidInput(
                 RejectionReason.BAD_DEAL,
@@ -214,11 +279,13 @@ def _unjudgeable(game: GameState, action: Action) -> InvalidInput:
 
 
 def _foul(game: GameState, seat: int, foul: FoulKind) -> tuple[GameState, FoulRecorded]:
-    penalty = game.rules.penalty(foul)
+    rules = game.rules
+    penalty = rules.penalty(foul)
     verdict = FoulRecorded(game.players[seat], foul, applied=not foul.is_rejected, penalty=penalty)
     if penalty:
         scores = list(game.scores)
-        scores[seat] -= penalty
+        # Deducted under award scoring, added under penalty scoring (low is good there).
+        scores[game.teams.of_seat[seat]] += penalty if rules.scoring is _PENALTY else -penalty
         game = game.with_scores(tuple(scores), game.round)
     return game, verdict
 
@@ -230,54 +297,62 @@ def _rejected(game: GameState, seat: int, foul: FoulKind) -> Judgement:
 
 def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Judgement:
     # The hottest path of the referee: written out plainly rather than through helpers.
-    a, b = action.tile
-    bit = BIT.get(action.tile, 0)  # 0 for a tile of no set: in no hand
+    played_tile = action.tile
+    bit = bit_of(played_tile)  # 0 for a tile of no set: in no hand
     hands = rnd.hand_masks
     hand = hands[seat]
     if not hand & bit:
         return _rejected(game, seat, FoulKind.TILE_NOT_IN_HAND)
-    left, right = rnd.left, rnd.right
-    if left is None or right is None:
-        # The first tile opens the line as written: [x, y] gives left = x, right = y.
-        left, right = a, b
-    else:
-        end = action.end
-        if end is None:
-            return _rejected(game, seat, FoulKind.END_MISSING)
-        value = left if end is _LEFT else right
-        if a == value:
-            shown = b
-        elif b == value:
-            shown = a
-        else:
-            return _rejected(game, seat, FoulKind.TILE_DOES_NOT_MATCH)
-        if end is _LEFT:
-            left = shown
-        else:
-            right = shown
-    played = hand ^ bit
-    players = game.players
-    after = _new(
-        RoundState,
-        (
-            rnd.number,
-            (*hands[:seat], played, *hands[seat + 1 :]),
-            rnd.boneyard_mask,
-            left,
-            right,
-            (seat + 1) % len(players),
-            False,  # drew
-            (),  # chain
-            False,  # ended
-        ),
+    boneyard = rnd.boneyard_mask
+    placed = rnd.layout.place(
+        seat, played_tile[0], played_tile[1], action.end, action.train, hands, boneyard
     )
-    if not played:
-        return _end_round(game, after, seat, RoundEnd.DOMINO, ())
+    if placed.__class__ is _FOUL:  # cheaper than isinstance; a foul is exactly a FoulKind
+        return _rejected(game, seat, placed)
+    layout: Layout = placed  # type: ignore[assignment]  # not a foul, so a layout
+    played = hand ^ bit
+    after = round_state(
+        rnd.number,
+        (*hands[:seat], played, *hands[seat + 1 :]),
+        boneyard,
+        layout,
+        # A pending double keeps the turn with its player, who may draw again (trains).
+        seat if layout.double_pending else (seat + 1) % len(game.players),
+        (),  # a play breaks any confirmation chain
+    )
     rules = game.rules
+    verdicts = NO_VERDICTS
+    if rules.play_scoring is not _NO_PLAY_SCORING:
+        game, verdicts = _score_play(game, seat, after)
+    if not played:
+        return _end_round(game, after, seat, RoundEnd.DOMINO, verdicts)
     if rules.block_confirmation is _FULL_ROUND:
-        # A play breaks any confirmation chain: no block can follow it in this mode.
-        return _new(GameState, (players, rules, game.seats, game.scores, after, None)), ()
-    return _after_applied(game, after, seat, ())
+        # No block can follow a play in this mode: the chain is empty.
+        return game.with_round(after), verdicts
+    return _after_applied(game, after, seat, verdicts)
+
+
+def _score_play(game: GameState, seat: int, rnd: RoundState) -> Judgement:
+    """Scores the play just made by ``seat`` from the layout's count (section 10)."""
+    count = rnd.layout.counted()
+    points = 0 if count is None else play_points(game.rules.play_scoring, count)
+    if not points or count is None:
+        return game, NO_VERDICTS
+    teams = game.teams
+    team = teams.of_seat[seat]
+    scores = list(game.scores)
+    scores[team] += points
+    game = game.with_scores(tuple(scores), game.round)
+    ids = teams.ids
+    scored = PointsScored(
+        game.players[seat],
+        count,
+        points,
+        game.player_scores(),
+        team=None if ids is None else ids[team],
+        team_cumulative=None if ids is None else dict(zip(ids, game.scores, strict=True)),
+    )
+    return game, (scored,)
 
 
 def _draw(game: GameState, rnd: RoundState, seat: int, action: TileDrawn) -> Judgement:
@@ -285,9 +360,9 @@ def _draw(game: GameState, rnd: RoundState, seat: int, action: TileDrawn) -> Jud
     if rules.draw is _NO_DRAW:
         return _rejected(game, seat, FoulKind.DRAW_NOT_ALLOWED)
     boneyard = rnd.boneyard_mask
-    if not boneyard:
+    if boneyard.bit_count() <= rules.boneyard_reserve:  # exhausted
         return _rejected(game, seat, FoulKind.BONEYARD_EMPTY)
-    bit = BIT.get(action.tile, 0)  # 0 for a tile of no set: not in the boneyard
+    bit = bit_of(action.tile)  # 0 for a tile of no set: not in the boneyard
     if not boneyard & bit:
         return _rejected(game, seat, FoulKind.TILE_NOT_IN_BONEYARD)
     if rules.draw is _DRAW_ONCE and rnd.drew:
@@ -295,22 +370,18 @@ def _draw(game: GameState, rnd: RoundState, seat: int, action: TileDrawn) -> Jud
     verdicts: tuple[Verdict, ...] = ()
     hands = rnd.hand_masks
     hand = hands[seat]
-    if rules.draw_while_able is _DRAWING_FOULS and hand_can_play(hand, rnd.left, rnd.right):
+    layout = rnd.layout
+    if rules.draw_while_able is _DRAWING_FOULS and hand & layout.playable(seat):
         game, foul = _foul(game, seat, FoulKind.DRAW_WHILE_ABLE)
         verdicts = (foul,)
-    after = _new(
-        RoundState,
-        (
-            rnd.number,
-            (*hands[:seat], hand | bit, *hands[seat + 1 :]),
-            boneyard ^ bit,
-            rnd.left,
-            rnd.right,
-            seat,
-            True,  # drew
-            (),  # chain
-            False,  # ended
-        ),
+    after = round_state(
+        rnd.number,
+        (*hands[:seat], hand | bit, *hands[seat + 1 :]),
+        boneyard ^ bit,
+        layout,
+        seat,
+        (),  # chain
+        drew=True,
     )
     return _after_applied(game, after, seat, verdicts)
 
@@ -318,28 +389,26 @@ def _draw(game: GameState, rnd: RoundState, seat: int, action: TileDrawn) -> Jud
 def _pass(game: GameState, rnd: RoundState, seat: int) -> Judgement:
     # A pass carries nothing beyond who passed, checked already.
     rules = game.rules
+    layout = rnd.layout
+    exhausted = rnd.boneyard_mask.bit_count() <= rules.boneyard_reserve
     foul: FoulKind | None = None
-    if hand_can_play(rnd.hand_masks[seat], rnd.left, rnd.right):
+    if rnd.hand_masks[seat] & layout.playable(seat):
         foul = FoulKind.FALSE_PASS
-    elif rnd.boneyard_mask and rules.requires_draw(rnd.drew):
+    elif not exhausted and rules.requires_draw(rnd.drew):
         foul = FoulKind.PASS_BEFORE_DRAWING
     verdicts: tuple[Verdict, ...] = ()
     if foul is not None:
         game, recorded = _foul(game, seat, foul)
         verdicts = (recorded,)
-    after = _new(
-        RoundState,
-        (
-            rnd.number,
-            rnd.hand_masks,
-            rnd.boneyard_mask,
-            rnd.left,
-            rnd.right,
-            game.next_seat(seat),
-            False,  # drew
-            extend_chain(rnd, seat, legitimate=foul is None),
-            False,  # ended
-        ),
+    passed = layout.passed(seat)  # trains: the passer's train opens
+    restart = _CONTINUE if passed is layout else passed.restart(layout, seat)
+    after = round_state(
+        rnd.number,
+        rnd.hand_masks,
+        rnd.boneyard_mask,
+        passed,
+        game.next_seat(seat),
+        extend_chain(rnd.chain, seat, foul is None and exhausted, restart),
     )
     return _after_applied(game, after, seat, verdicts)
 
@@ -347,24 +416,26 @@ def _pass(game: GameState, rnd: RoundState, seat: int) -> Judgement:
 def _after_applied(
     game: GameState, rnd: RoundState, actor: int, verdicts: tuple[Verdict, ...]
 ) -> Judgement:
-    mode = game.rules.block_confirmation
+    rules = game.rules
+    mode = rules.block_confirmation
     players = game.players
     # Nothing to decide while confirmations of a full round are missing (full_round) or while
-    # the boneyard has tiles (immediate: a block needs it empty).
-    undecided = len(rnd.chain) < len(players) if mode is _FULL_ROUND else rnd.boneyard_mask != 0
+    # the boneyard is not exhausted (immediate: a block needs it exhausted).
+    if mode is _FULL_ROUND:
+        undecided = len(rnd.chain) < len(players)
+    else:
+        undecided = rnd.boneyard_mask.bit_count() > rules.boneyard_reserve
     if undecided:
-        return _new(GameState, (players, game.rules, game.seats, game.scores, rnd, None)), verdicts
-    proposer = block_proposer(rnd, mode, actor, len(players))
+        return game.with_round(rnd), verdicts
+    proposer = block_proposer(rnd, mode, actor, len(players), rules.boneyard_reserve)
     if proposer is None:
         return game.with_round(rnd), verdicts
-    confirmed = (
-        tuple(game.players[s] for s in rnd.chain) if mode is BlockConfirmation.FULL_ROUND else ()
-    )
+    confirmed = tuple(players[s] for s in rnd.chain) if mode is _FULL_ROUND else ()
     declared = BlockDeclared(
-        proposer=game.players[proposer],
+        proposer=players[proposer],
         confirmed_by=confirmed,
-        open_ends=(rnd.left or 0, rnd.right or 0),
-        pip_counts=game.by_player(rnd.pip_counts(game.rules.double_blank)),
+        open_ends=rnd.layout.open_ends(),
+        pip_counts=game.by_player(rnd.pip_counts(rules.double_blank)),
     )
     return _end_round(game, rnd, proposer, RoundEnd.BLOCKED, (*verdicts, declared))
 
@@ -377,36 +448,64 @@ def _end_round(
     verdicts: tuple[Verdict, ...],
 ) -> Judgement:
     rules = game.rules
+    teams = game.teams
     counts = rnd.pip_counts(rules.double_blank)
-    award: Award = (
-        score_domino(seat, counts, rules)
-        if reason is RoundEnd.DOMINO
-        else score_block(rnd.hand_masks, counts, rules)
-    )
+    penalty = rules.scoring is _PENALTY
+    domino = reason is RoundEnd.DOMINO
+    award: Award
+    if penalty:
+        award = score_penalty(seat if domino else None, counts)
+    elif domino:
+        award = score_domino(teams.of_seat[seat], teams.totals(counts), rules)
+    else:
+        award = score_block(rnd.hand_masks, counts, teams, rules)
     scores = tuple(s + a for s, a in zip(game.scores, award.awards, strict=True))
-    ended = RoundState(
+    ended = round_state(
         rnd.number,
         rnd.hand_masks,
         rnd.boneyard_mask,
-        rnd.left,
-        rnd.right,
+        rnd.layout,
         rnd.turn,
-        drew=False,
-        chain=rnd.chain,
+        rnd.chain,
         ended=True,
     )
-    cumulative = game.by_player(scores)
+    game = game.with_scores(scores, ended)
+    ids = teams.ids
+    cumulative = game.player_scores()
+    team_cumulative = None if ids is None else dict(zip(ids, scores, strict=True))
     scored = RoundScored(
         reason=reason,
-        winners=tuple(game.players[s] for s in award.winners),
+        winners=_members(game, award.winners),
         pip_counts=game.by_player(counts),
-        awards=game.by_player(award.awards),
+        awards=game.by_player(teams.by_seat(award.awards)),
         cumulative=cumulative,
         tie=award.tie,
+        scoring=_PENALTY if penalty else None,
+        team_pip_counts=None if ids is None else dict(zip(ids, teams.totals(counts), strict=True)),
+        team_awards=None if ids is None else dict(zip(ids, award.awards, strict=True)),
+        team_cumulative=team_cumulative,
+        winning_teams=None if ids is None else tuple(ids[t] for t in award.winners),
     )
-    game = game.with_scores(scores, ended)
-    winner = game_winner(scores, rules.target_score)
-    if winner is None:
+    winning = game_winners(scores, rules, rnd.number)
+    if not winning:
         return game, (*verdicts, scored)
-    won = GameState(game.players, rules, game.seats, scores, ended, game.players[winner])
-    return won, (*verdicts, scored, GameWon(game.players[winner], cumulative))
+    winners = _members(game, winning)
+    joint = ids is not None or rules.rounds is not None or penalty
+    won = GameState(game.players, rules, game.seats, teams, scores, ended, winners[0])
+    return won, (
+        *verdicts,
+        scored,
+        GameWon(
+            winners[0],
+            cumulative,
+            winners=winners if joint else None,
+            winning_teams=None if ids is None else tuple(ids[t] for t in winning),
+            team_cumulative=team_cumulative,
+        ),
+    )
+
+
+def _members(game: GameState, teams: tuple[int, ...]) -> tuple[str, ...]:
+    """Returns the players of these teams, in the order of play."""
+    of_seat = game.teams.of_seat
+    return tuple(p for seat, p in enumerate(game.players) if of_seat[seat] in teams)

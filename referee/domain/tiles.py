@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 Tile = tuple[int, int]
 """A tile as its two values, smaller first: ``(a, b)`` with ``a <= b``."""
+
+TileMask = int
+"""A set of tiles as an ``int``: bit ``i`` is set when ``TILE_AT[i]`` is in the set."""
 
 TILE_SETS = (6, 9, 12, 15, 18)
 """The ``max_pip`` values of the sets in use: double-six up to double-eighteen."""
@@ -66,25 +69,47 @@ TILE_AT: tuple[Tile, ...] = tuple(
 
 _PIPS_AT: tuple[int, ...] = tuple(a + b for a, b in TILE_AT)
 
-BIT: dict[tuple[int, int], int] = {
-    **{(b, a): 1 << i for i, (a, b) in enumerate(TILE_AT)},
-    **{(a, b): 1 << i for i, (a, b) in enumerate(TILE_AT)},
-}
-"""The mask bit of a tile, for both ways of writing it; tiles of no set are absent."""
 
-SHOWING: tuple[int, ...] = tuple(
+class _Bits(dict[tuple[int, int], TileMask]):
+    """Mask bits by tile; a tile of no set has none (0), and is not added."""
+
+    def __missing__(self, _tile: tuple[int, int]) -> TileMask:
+        return 0
+
+
+BIT: dict[tuple[int, int], TileMask] = _Bits(
+    {
+        **{(b, a): 1 << i for i, (a, b) in enumerate(TILE_AT)},
+        **{(a, b): 1 << i for i, (a, b) in enumerate(TILE_AT)},
+    }
+)
+"""The mask bit of a tile, for both ways of writing it; 0 for a tile of no set."""
+
+bit_of: Callable[[tuple[int, int]], TileMask] = BIT.__getitem__
+"""Returns the mask bit of a tile written either way round; 0 for a tile of no set.
+
+It is the table's own ``__getitem__`` (a C call; the ``__missing__`` of a miss answers 0):
+the judge looks a tile up on every play and draw, and a Python function around
+``BIT.get(t, 0)`` costs twice as much. A property test holds it to ``BIT.get(t, 0)``.
+"""
+
+
+SHOWING: tuple[TileMask, ...] = tuple(
     sum(1 << i for i, t in enumerate(TILE_AT) if value in t) for value in range(_MAX_VALUE + 1)
 )
 """The mask of every tile that shows a value, by value."""
 
+EVERY_TILE: TileMask = (1 << len(TILE_AT)) - 1
+"""The mask of every tile of the double-eighteen set: what plays on an empty layout."""
 
-def set_mask(max_pip: int) -> int:
+
+def set_mask(max_pip: int) -> TileMask:
     """Returns the mask of the whole double-``max_pip`` set (at most double-eighteen)."""
     max_pip = min(max_pip, _MAX_VALUE)
     return (1 << (max_pip + 1) * (max_pip + 2) // 2) - 1 if max_pip >= 0 else 0
 
 
-def mask_of(tiles: Iterable[Tile]) -> int:
+def mask_of(tiles: Iterable[Tile]) -> TileMask:
     """Returns the mask of a set of tiles (each within the double-eighteen set)."""
     mask = 0
     for a, b in tiles:
@@ -92,28 +117,28 @@ def mask_of(tiles: Iterable[Tile]) -> int:
     return mask
 
 
-def tiles_of(mask: int) -> frozenset[Tile]:
+def tiles_of(mask: TileMask) -> frozenset[Tile]:
     """Returns the tiles of a mask."""
     return frozenset(TILE_AT[i] for i in _indices(mask))
 
 
-def sorted_tiles(mask: int) -> list[Tile]:
+def sorted_tiles(mask: TileMask) -> list[Tile]:
     """Returns the tiles of a mask in ascending order (``[0,0]``, ``[0,1]``, ... ``[1,1]``)."""
     return sorted([TILE_AT[i] for i in _indices(mask)])
 
 
-def mask_pips(mask: int, double_blank: int = 0) -> int:
+def mask_pips(mask: TileMask, double_blank: int = 0) -> int:
     """Returns the pip count of the tiles of a mask; the double-blank counts ``double_blank``."""
     total = double_blank if mask & 1 else 0
     return total + sum(_PIPS_AT[i] for i in _indices(mask))
 
 
-def mask_lowest_pips(mask: int, double_blank: int = 0) -> int:
+def mask_lowest_pips(mask: TileMask, double_blank: int = 0) -> int:
     """Returns the pips of the lowest-counting tile of a non-empty mask."""
     return min(double_blank if i == 0 else _PIPS_AT[i] for i in _indices(mask))
 
 
-def _indices(mask: int) -> Iterator[int]:
+def _indices(mask: TileMask) -> Iterator[int]:
     while mask:
         low = mask & -mask
         yield low.bit_length() - 1

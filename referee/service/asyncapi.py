@@ -16,7 +16,7 @@ from referee.contracts.schemas import all_schemas
 from referee.service.settings import Settings
 
 INPUT = ["GameStarted", "RoundStarted", "TilePlayed", "TileDrawn", "Passed"]
-VERDICTS = ["FoulRecorded", "BlockDeclared", "RoundScored", "GameWon"]
+VERDICTS = ["FoulRecorded", "PointsScored", "BlockDeclared", "RoundScored", "GameWon"]
 DEAD = ["EventRejected"]
 
 

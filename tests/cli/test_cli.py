@@ -185,6 +185,48 @@ def test_simulate_with_default_rules(tmp_path: Path) -> None:
     assert all(e["rules"] == {} for e in starts)
 
 
+def _starts(log: Path) -> list[dict[str, object]]:
+    events = [json.loads(line) for line in log.read_bytes().splitlines()]
+    return [e for e in events if e["type"] == "GameStarted"]
+
+
+def test_simulate_forces_a_family_on_every_game(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    referee(
+        "simulate", "--games", "12", "--seed", "4", "--layout", "trains", "--teams",
+        "--output", log,
+    )  # fmt: skip
+    starts = _starts(log)
+    assert len(starts) == 12
+    for e in starts:
+        rules = e["rules"]
+        assert isinstance(rules, dict)
+        assert rules["layout"] == "trains"
+        assert rules["scoring"] == "award"  # what teams need in trains
+        assert isinstance(e["teams"], dict)
+    deals = [json.loads(line) for line in log.read_bytes().splitlines()]
+    assert all("engine" in e for e in deals if e["type"] == "RoundStarted")
+
+
+def test_simulate_refuses_flags_that_cannot_make_a_game() -> None:
+    done = referee("simulate", "--games", "1", "--scoring", "penalty", "--teams", check=False)
+    assert done.returncode == 2
+    assert b"--scoring penalty cannot go with --teams" in done.stderr
+    done = referee("simulate", "--games", "1", "--layout", "trains", "--play-scoring", "fives",
+                   check=False)  # fmt: skip
+    assert done.returncode == 2
+    assert b"not trains" in done.stderr
+
+
+def test_simulate_edition1_rules_are_edition_1s_random_rules(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    referee("simulate", "--games", "40", "--seed", "9", "--rules", "edition1", "--output", log)
+    edition2 = {"layout", "scoring", "play_scoring", "rounds", "block_winner", "boneyard_reserve"}
+    starts = _starts(log)
+    assert any(e["rules"] for e in starts)
+    assert all(not edition2 & set(e["rules"]) and "teams" not in e for e in starts)  # type: ignore[arg-type]
+
+
 def test_simulate_keyed_prefixes_the_game_id_and_a_tab(tmp_path: Path) -> None:
     plain, keyed = tmp_path / "plain", tmp_path / "keyed"
     referee("simulate", "--games", "8", "--seed", "5", "--bad-rate", "0.1", "--output", plain)

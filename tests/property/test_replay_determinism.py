@@ -18,13 +18,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from referee.processing.replay import replay
-from referee.simulate import SimulationOptions, simulate
+from referee.simulate import RULE_CHOICES, SimulationOptions, simulate
 
 options = st.builds(
     SimulationOptions,
     games=st.integers(1, 25),
     seed=st.integers(0, 10**6),
-    random_rules=st.booleans(),
+    rules=st.sampled_from(RULE_CHOICES),
+    layout=st.sampled_from((None, None, "line", "spinner", "trains")),
+    teams=st.booleans(),
     foul_rate=st.sampled_from((0.0, 0.05, 0.3)),
     bad_rate=st.sampled_from((0.0, 0.05, 0.2)),
     duplicate_rate=st.sampled_from((0.0, 0.05, 0.2)),

@@ -91,9 +91,49 @@ async def stack(bootstrap: str, admin_url: str, tmp_path: Path) -> AsyncIterator
     await close_stack(s, admin_url)
 
 
+def _simulate(path: Path, *args: str) -> bytes:
+    done = subprocess.run(
+        [sys.executable, "-m", "referee", "simulate", *args, "--output", str(path)],
+        check=True,
+        capture_output=True,
+    )
+    assert done.returncode == 0
+    return path.read_bytes()
+
+
+@pytest.fixture(scope="session")
+def edition2_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every family of edition 2, interleaved in one log with fouls, bad lines and duplicates:
+    trains, spinners that score during play, partnerships, penalty scoring."""
+    directory = tmp_path_factory.mktemp("edition2")
+    families = [
+        ("31", "--layout", "trains"),
+        ("32", "--layout", "spinner", "--play-scoring", "fives"),
+        ("33", "--teams"),
+        ("34", "--scoring", "penalty", "--layout", "line"),
+    ]
+    parts = []
+    for seed, *flags in families:
+        lines = _simulate(
+            directory / f"part-{seed}.jsonl",
+            "--games", "30", "--seed", seed, "--foul-rate", "0.05",
+            "--bad-rate", "0.02", "--duplicate-rate", "0.01", *flags,
+        )  # fmt: skip
+        parts.append(lines.splitlines(keepends=True))
+    merged: list[bytes] = []
+    while any(parts):  # round robin: each game keeps its own order
+        for part in parts:
+            merged.extend(part[:7])
+            del part[:7]
+    path = directory / "edition2.jsonl"
+    path.write_bytes(b"".join(merged))
+    return path
+
+
 @pytest.fixture(scope="session")
 def simulated_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A simulated log of interleaved games with fouls, bad lines and duplicates."""
+    """A simulated log of interleaved games with fouls, bad lines and duplicates (rules drawn
+    across every family)."""
     path = tmp_path_factory.mktemp("logs") / "stream.jsonl"
     subprocess.run(
         [

@@ -126,6 +126,27 @@ async def test_end_to_end_verdicts_equal_replay_and_bad_lines_reach_the_dlq(
     assert any(entry["message"] == "stopped" for entry in lines), "no graceful stop logged"
 
 
+async def test_an_edition_2_log_of_every_family_through_serve_equals_replay(
+    stack: Stack, edition2_log: Path, tmp_path: Path
+) -> None:
+    await produce(stack.bootstrap, stack.topics.input, keyed_lines(edition2_log))
+    process, port = stack.start()
+    await wait_ready(port)
+    await final_checks(stack, edition2_log, tmp_path)
+
+    # The log really is edition 2's: its verdicts carry what only edition 2 announces.
+    verdicts = [json.loads(v) for v in await stored_verdicts(stack.database_url)]
+    kinds = Counter(v["type"] for v in verdicts)
+    assert kinds["PointsScored"] > 0
+    assert any("mexican" in v.get("open_ends", {}) for v in verdicts)
+    assert any(v.get("scoring") == "penalty" for v in verdicts)
+    assert any("team_awards" in v for v in verdicts)
+    fouls = {v["foul"] for v in verdicts if v["type"] == "FoulRecorded"}
+    assert {"end_not_available", "train_closed"} <= fouls
+    process.send_signal(signal.SIGTERM)
+    assert await asyncio.to_thread(process.wait, 30) == 0
+
+
 async def test_sigkill_ten_times_mid_stream_loses_and_doubles_nothing(
     stack: Stack, simulated_log: Path, tmp_path: Path
 ) -> None:

@@ -11,6 +11,7 @@ from tests.integration.conftest import execute
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "tournament.jsonl"
+EDITION2 = ROOT / "examples" / "edition2.jsonl"
 
 
 def _referee(*args: str) -> subprocess.CompletedProcess[str]:
@@ -19,9 +20,9 @@ def _referee(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def _store_example(url: str) -> None:
+async def _store_example(url: str, log: Path = EXAMPLE) -> None:
     done = await asyncio.to_thread(
-        _referee, "replay", str(EXAMPLE), "--database", url, "--output", "/dev/null"
+        _referee, "replay", str(log), "--database", url, "--output", "/dev/null"
     )
     assert done.returncode == 0, done.stderr
 
@@ -32,6 +33,24 @@ async def test_audit_passes_on_a_clean_store(migrated_database: str) -> None:
     assert report.returncode == 0, report.stdout + report.stderr
     assert "audit passed" in report.stdout
     assert "verdicts: 71 stored, 71 re-derived" in report.stdout
+
+
+async def test_audit_passes_on_a_store_of_every_edition_2_family(
+    migrated_database: str, tmp_path: Path
+) -> None:
+    # Trains, spinners that score during play, partnerships, penalty scoring: the store keeps
+    # every new verdict and state, and the journal re-derives them byte for byte.
+    await _store_example(migrated_database, EDITION2)
+    report = await asyncio.to_thread(_referee, "audit", "--database", migrated_database)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "audit passed" in report.stdout
+    memory = tmp_path / "verdicts.jsonl"
+    done = await asyncio.to_thread(_referee, "replay", str(EDITION2), "--output", str(memory))
+    assert done.returncode == 0, done.stderr
+    expected = memory.read_text().splitlines()
+    assert any('"type":"PointsScored"' in v for v in expected)
+    assert any('"team_awards"' in v for v in expected)
+    assert f"verdicts: {len(expected)} stored, {len(expected)} re-derived" in report.stdout
 
 
 async def test_audit_fails_on_a_forged_verdict(migrated_database: str) -> None:

@@ -21,7 +21,13 @@ def test_it_describes_the_three_topics_with_their_messages() -> None:
     channels = {c["address"]: set(c["messages"]) for c in doc["channels"].values()}
     assert channels == {
         "domino.game-events": {"GameStarted", "RoundStarted", "TilePlayed", "TileDrawn", "Passed"},
-        "domino.referee-verdicts": {"FoulRecorded", "BlockDeclared", "RoundScored", "GameWon"},
+        "domino.referee-verdicts": {
+            "FoulRecorded",
+            "PointsScored",
+            "BlockDeclared",
+            "RoundScored",
+            "GameWon",
+        },
         "domino.game-events.dlq": {"EventRejected"},
     }
     actions = sorted(op["action"] for op in doc["operations"].values())

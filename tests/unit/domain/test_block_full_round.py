@@ -53,7 +53,7 @@ def test_a_full_round_of_legitimate_passes_declares_the_block_proposer_first() -
     assert verdicts[0] == BlockDeclared(
         proposer="ann",
         confirmed_by=("ann", "bob", "cid"),
-        open_ends=(6, 3),
+        open_ends={"left": 6, "right": 3},
         pip_counts={"ann": 2, "bob": 6, "cid": 15},
     )
     scored = only(verdicts, RoundScored)
@@ -111,7 +111,7 @@ def test_a_play_breaks_the_chain_and_the_next_legitimate_pass_starts_a_new_one()
     declared = only(verdicts, BlockDeclared)
     assert declared.proposer == "cid"
     assert declared.confirmed_by == ("cid", "ann", "bob")
-    assert declared.open_ends == (0, 3)
+    assert declared.open_ends == {"left": 0, "right": 3}
 
 
 def test_a_fouled_pass_breaks_the_chain() -> None:
@@ -259,7 +259,7 @@ def test_the_double_twelve_block_of_the_source_article_is_declared_and_scored() 
     assert declared == BlockDeclared(
         proposer="dee",
         confirmed_by=("dee", "ann", "bob", "cid"),
-        open_ends=(7, 0),
+        open_ends={"left": 7, "right": 0},
         pip_counts={"ann": 15, "bob": 24, "cid": 3, "dee": 16},
     )
     assert scored == RoundScored(

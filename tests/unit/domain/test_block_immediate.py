@@ -20,7 +20,7 @@ def test_the_play_that_closes_the_layout_with_an_empty_boneyard_declares_the_blo
     assert verdicts[0] == BlockDeclared(
         proposer="ann",
         confirmed_by=(),
-        open_ends=(6, 3),
+        open_ends={"left": 6, "right": 3},
         pip_counts={"ann": 2, "bob": 6, "cid": 5},
     )
     scored = only(verdicts, RoundScored)
@@ -40,7 +40,7 @@ def test_the_proposer_is_the_player_who_closed_the_layout_even_if_someone_else_w
     assert verdicts[0] == ()
     declared = only(verdicts[1], BlockDeclared)
     assert declared.proposer == "cid"
-    assert declared.open_ends == (0, 4)
+    assert declared.open_ends == {"left": 0, "right": 4}
     assert only(verdicts[1], RoundScored).winners == ("ann",)
     assert only(verdicts[1], RoundScored).awards == {"ann": 22, "bob": 0, "cid": 0}
     assert rnd(after).ended is True
@@ -75,7 +75,7 @@ def test_a_draw_that_empties_the_boneyard_leaving_nobody_able_to_play_declares_t
     assert verdicts[0] == BlockDeclared(
         proposer="ann",
         confirmed_by=(),
-        open_ends=(0, 1),
+        open_ends={"left": 0, "right": 1},
         pip_counts={"ann": 16, "bob": 8},
     )
     assert only(verdicts, RoundScored).awards == {"ann": 0, "bob": 16}
@@ -118,7 +118,7 @@ def test_the_immediate_block_of_the_golden_log_pays_others_minus_own() -> None:
     assert declared == BlockDeclared(
         proposer="cid",
         confirmed_by=(),
-        open_ends=(5, 0),
+        open_ends={"left": 5, "right": 0},
         pip_counts={"ann": 4, "bob": 16, "cid": 17},
     )
     assert scored == RoundScored(

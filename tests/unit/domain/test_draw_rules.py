@@ -5,7 +5,7 @@ from __future__ import annotations
 from referee.domain.fouls import FoulKind
 from referee.domain.rules import DrawRule, DrawWhileAble, Rules
 from referee.domain.verdicts import FoulRecorded
-from tests.notation import draw, fouls, hand, pass_, rnd, steps, table, tiles, turn
+from tests.notation import draw, ends, fouls, hand, pass_, rnd, steps, table, tiles, turn
 
 ONCE = Rules(draw=DrawRule.ONCE)
 NONE = Rules(draw=DrawRule.NONE)
@@ -27,7 +27,7 @@ def test_a_draw_moves_the_tile_from_the_boneyard_to_the_hand_and_keeps_the_turn(
     assert rnd(after).boneyard == tiles("5-5 6-6")
     assert turn(after) == "ann"
     assert rnd(after).drew is True
-    assert (rnd(after).left, rnd(after).right) == (3, 6)
+    assert ends(after) == (3, 6)
 
 
 def test_under_until_playable_a_player_draws_again_and_again() -> None:

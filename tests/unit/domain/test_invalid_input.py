@@ -17,6 +17,7 @@ from referee.domain.events import (
     TilePlayed,
 )
 from referee.domain.judge import judge
+from referee.domain.line import EMPTY_LINE
 from referee.domain.rules import DrawRule, Rules
 from referee.domain.state import GameState
 from referee.domain.tiles import Tile
@@ -162,7 +163,7 @@ def test_the_next_round_is_dealt_after_one_is_scored_and_the_leader_acts_first()
     round_ = rnd(game)
     assert round_.number == 2
     assert round_.ended is False
-    assert (round_.left, round_.right) == (None, None)
+    assert round_.layout == EMPTY_LINE
     assert round_.boneyard == frozenset({(5, 5)})
     assert turn(game) == "bob"
     assert game.scores == (7, 0)

@@ -8,8 +8,8 @@ from referee.domain.errors import InvalidInput, RejectionReason
 from referee.domain.events import RoundStarted
 from referee.domain.judge import judge
 from referee.domain.rules import Rules
-from referee.domain.tiles import BIT, TILE_SETS, full_set, set_mask
-from tests.notation import deal, rnd, started, steps, turn
+from referee.domain.tiles import BIT, TILE_SETS, bit_of, full_set, set_mask
+from tests.notation import deal, ends, rnd, started, steps, turn
 
 
 @pytest.mark.parametrize(("max_pip", "size"), [(6, 28), (9, 55), (12, 91), (15, 136), (18, 190)])
@@ -51,7 +51,7 @@ def test_a_tile_one_pip_beyond_the_set_is_a_bad_deal(max_pip: int) -> None:
 
     assert raised.value.reason is RejectionReason.BAD_DEAL
     assert BIT[max_pip, max_pip] & set_mask(max_pip)
-    assert not BIT.get((0, max_pip + 1), 0) & set_mask(max_pip)
+    assert not bit_of((0, max_pip + 1)) & set_mask(max_pip)
 
 
 def test_a_double_nine_tile_is_outside_a_double_six_game() -> None:
@@ -72,7 +72,7 @@ def test_two_players_alternate() -> None:
 
     assert produced == [(), (), (), ()]
     assert turn(after) == "ann"
-    assert (rnd(after).left, rnd(after).right) == (4, 2)
+    assert ends(after) == (4, 2)
 
 
 def test_ten_players_take_turns_in_seating_order_from_the_leader_wrapping_around() -> None:

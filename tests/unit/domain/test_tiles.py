@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from referee.domain.events import End
+from referee.domain.state import Move
 from referee.domain.tiles import other_half, pips, tile
 from tests.notation import deal, draw, ends, hand, kinds, play, rnd, table, tiles, turn
 
@@ -141,10 +142,10 @@ def test_can_play_and_legal_plays_name_every_tile_and_end_that_matches() -> None
     assert round_.can_play(0) is True
     assert round_.can_play(1) is False
     assert round_.legal_plays(0) == [
-        ((3, 6), End.LEFT),
-        ((3, 7), End.LEFT),
-        ((3, 7), End.RIGHT),
-        ((7, 7), End.RIGHT),
+        Move((3, 6), End.LEFT),
+        Move((3, 7), End.LEFT),
+        Move((3, 7), End.RIGHT),
+        Move((7, 7), End.RIGHT),
     ]
     assert round_.legal_plays(1) == []
 
@@ -154,7 +155,7 @@ def test_on_an_empty_layout_every_tile_in_hand_can_be_played() -> None:
     round_ = rnd(game)
 
     assert round_.can_play(0) is True
-    assert round_.legal_plays(0) == [((1, 2), None), ((5, 6), None)]
+    assert round_.legal_plays(0) == [Move((1, 2), None), Move((5, 6), None)]
 
 
 def test_a_tile_dealt_to_the_boneyard_as_5_3_is_drawn_as_3_5() -> None:
