@@ -82,6 +82,12 @@ class RelaySession(Protocol):
     async def release(self) -> None:
         """Gives the relay lock back."""
 
+    async def listen(self, wake: Callable[[], None]) -> None:
+        """Calls ``wake`` whenever new outbox rows commit (from any instance)."""
+
+    async def unlisten(self) -> None:
+        """Stops calling it."""
+
     async def checkpoint(self, outbox: str) -> int:
         """Returns how far the outbox is known to be published (0: nothing known)."""
 
@@ -243,7 +249,7 @@ class OutboxRelay:
         metrics: Metrics,
         *,
         batch: int = 2000,
-        poll_seconds: float = 0.05,
+        poll_seconds: float = 1.0,
         checkpoint_every: int = 5000,
     ) -> None:
         self.store = store
@@ -306,6 +312,8 @@ class OutboxRelay:
                 # read next hold every record that will ever be committed before ours.
                 await asyncio.wait_for(producer.start(), START_SECONDS)
                 log.info("relay leads: publishing the outboxes")
+                # Woken by every commit of outbox rows; the poll is only a safety net.
+                await session.listen(self.wake.set)
                 await self._lead(session, producer, stopping)
             finally:
                 self.leading = False
@@ -315,6 +323,7 @@ class OutboxRelay:
                 # abort it anyway, but until then it holds back read_committed readers.
                 await self._close(producer)
                 try:
+                    await session.unlisten()
                     await session.release()
                 except Exception:
                     log.warning("relay lock not released; its session is closed", exc_info=True)

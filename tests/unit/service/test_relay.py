@@ -182,3 +182,23 @@ async def test_the_relay_producer_is_transactional_with_that_id() -> None:
         assert producer._txn_manager.transactional_id == "referee-relay.prod"
     finally:
         await producer.stop()
+
+
+async def test_a_commit_of_outbox_rows_wakes_the_relay_without_waiting_for_its_poll() -> None:
+    store, broker, producers = filled(2), FakeBroker(), []
+    relay = OutboxRelay(
+        store,
+        [VERDICTS, DEAD],
+        lambda: producers.append(FakeProducer(broker)) or producers[-1],  # type: ignore[func-returns-value]
+        FakeTails(broker),
+        Metrics(),
+        poll_seconds=10.0,  # only the notification can make it publish in time
+    )
+    stopping = asyncio.Event()
+    task = asyncio.create_task(relay.run(stopping))
+    await eventually(lambda: len(broker.committed) == 3)
+    store.add("verdicts", b"g9", b"{}")  # a commit elsewhere: its notification wakes the relay
+    await eventually(lambda: len(broker.committed) == 4, limit=2)
+    stopping.set()
+    relay.wake.set()
+    await task
