@@ -263,6 +263,8 @@ class OutboxRelay:
         self.leading = False
         self.in_transaction = False
         self.wake = asyncio.Event()
+        self.woken_at = 0.0
+        """When the relay was last woken (a commit's notification, or this instance's step)."""
         self.alive_at = time.monotonic()
         """When the relay's loop last came round (for /livez): a pump, an idle wait, or an
         attempt at the lead."""
@@ -287,6 +289,11 @@ class OutboxRelay:
                 log.exception("relay failed; retrying", extra={"retry_in_seconds": backoff})
                 await _sleep_unless(stopping, backoff)
                 backoff = min(backoff * 2, 10.0)
+
+    def notify(self) -> None:
+        """Wakes the relay: outbox rows were committed."""
+        self.woken_at = time.perf_counter()
+        self.wake.set()
 
     async def backlog(self) -> dict[str, Backlog]:
         """Returns each outbox's rows past what this relay published (empty unless it leads)."""
@@ -313,7 +320,7 @@ class OutboxRelay:
                 await asyncio.wait_for(producer.start(), START_SECONDS)
                 log.info("relay leads: publishing the outboxes")
                 # Woken by every commit of outbox rows; the poll is only a safety net.
-                await session.listen(self.wake.set)
+                await session.listen(self.notify)
                 await self._lead(session, producer, stopping)
             finally:
                 self.leading = False
@@ -355,6 +362,8 @@ class OutboxRelay:
                 self.wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
+                if self.wake.is_set() and self.woken_at:
+                    self.metrics.observe_stage("relay_wake", time.perf_counter() - self.woken_at)
             else:
                 await self._checkpoint(session, progress, force=False)
         await self._checkpoint(session, progress, force=True)
@@ -375,9 +384,11 @@ class OutboxRelay:
         outbox: Outbox,
         state: _Progress,
     ) -> int:
+        reading = time.perf_counter()
         rows = await session.rows_after(outbox.name, state.cursor, self.batch)
         if not rows:
             return 0
+        self.metrics.observe_stage("relay_read", time.perf_counter() - reading)
         todo: list[tuple[int, OutboxRow]] = []
         for row in rows:
             partition = partition_for(row.key, state.partitions, row.position)
@@ -385,6 +396,7 @@ class OutboxRelay:
                 continue  # already on the topic (found in its tail on resume)
             todo.append((partition, row))
         if todo:
+            sending = time.perf_counter()
             await producer.begin_transaction()
             self.in_transaction = True
             futures = []
@@ -401,7 +413,10 @@ class OutboxRelay:
             # Every record must be on the broker before the commit: a commit after a
             # failed send would make the rest visible with a gap in the outbox.
             await asyncio.gather(*futures)
+            sent = time.perf_counter()
             await producer.commit_transaction()
+            self.metrics.observe_stage("relay_send", sent - sending)
+            self.metrics.observe_stage("relay_commit", time.perf_counter() - sent)
             self.in_transaction = False
             self.metrics.relay_transactions.labels("committed").inc()
         for partition, row in todo:
