@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines, produce
+from tools.testkit.kafkatools import keyed_lines, produce
 from tests.reliability.harness import (
     SOAK,
     Figures,

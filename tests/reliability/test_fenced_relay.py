@@ -35,7 +35,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from referee.service.relay import partition_ids
 from referee.store.locks import RELAY_LOCK
 from tests.integration.conftest import relay_lock_holders
-from tests.integration.kafka.kafkatools import drain, keyed_lines
+from tools.testkit.kafkatools import drain, keyed_lines
 from tests.reliability.harness import (
     SOAK,
     Figures,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines
+from tools.testkit.kafkatools import keyed_lines
 from tests.reliability.harness import (
     SOAK,
     Figures,

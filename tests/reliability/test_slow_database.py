@@ -16,7 +16,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines
+from tools.testkit.kafkatools import keyed_lines
 from tests.reliability.harness import (
     SOAK,
     Figures,

@@ -12,7 +12,7 @@ import pytest
 
 from tests.integration.conftest import _plain
 from tests.integration.kafka.conftest import Stack
-from tests.integration.kafka.kafkatools import keyed_lines, produce
+from tools.testkit.kafkatools import keyed_lines, produce
 from tests.integration.kafka.test_service import http_get, wait_ready
 
 pytestmark = pytest.mark.kafka
