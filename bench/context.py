@@ -29,7 +29,7 @@ class Options:
     output: Path | None = None
     only: str | None = None
     keep_services: bool = False
-    ab_before: Path | None = None
+    ab_before: Path | None = None  # absolute: the tree ``before`` imports referee from
     rounds: int = 3
 
 

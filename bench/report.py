@@ -9,7 +9,7 @@ import statistics
 import subprocess
 from pathlib import Path
 
-from bench.context import E2E_BATCH, EDITION2_AB, AB_SECTION, Context
+from bench.context import AB_SECTION, E2E_BATCH, EDITION2_AB, Context
 
 
 def machine() -> dict[str, str]:
@@ -432,8 +432,8 @@ def render_ab(ctx: Context, info: dict[str, str], load_end: str) -> str:
     out = [
         (
             f"Measured {today} by `uv run python bench/run.py --ab-before DIR --rounds "
-            f"{ctx.options.rounds}` (DIR: an export of `main`, `git archive main | tar -x -C DIR`), "
-            f"{info['nproc']} CPUs, load average at the end {load_end}. The end-to-end scenario of"
+            f"{ctx.options.rounds}` (DIR: an export of `main`, `git archive main | tar -x -C DIR`),"
+            f" {info['nproc']} CPUs, load average at the end {load_end}. The end-to-end scenario of"
             f" section 3: {ab['events']:,} events on a 4-partition input topic, one"
             " `referee serve` (REFEREE_BATCH_SIZE=2000) on a fresh database and fresh output"
             " topics, timed from spawning it until a read_committed consumer has read all"

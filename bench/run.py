@@ -64,7 +64,7 @@ def parse(argv: list[str] | None = None) -> Options:
         output=args.output,
         only=args.only,
         keep_services=args.keep_services,
-        ab_before=args.ab_before,
+        ab_before=args.ab_before.resolve() if args.ab_before is not None else None,
         rounds=args.rounds,
     )
 

@@ -13,13 +13,12 @@ from tools.testkit.kafkatools import keyed_lines, produce
 
 
 async def measure(ctx: Context, before: Path, log: Path, verdicts_file: Path) -> None:
-    """The end-to-end scenario of section 3, ``before``'s code against this one.
+    """The end-to-end scenario of section 3, the code of ``before`` (absolute) against this one.
 
     Both run ``referee serve`` from their own source tree (PYTHONPATH) on the same input topic,
     each on a fresh database and fresh output topics, alternating (before, after, then after,
     before, ...) so drift on a shared machine falls on both alike.
     """
-    before = before.resolve()
     rounds = ctx.options.rounds
     say(f"A/B end to end: before = {before}, after = {ROOT}, {rounds} rounds each")
     expected = count_lines(verdicts_file)
