@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines, produce
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -27,6 +26,7 @@ from tests.reliability.harness import (
     spread,
     verify,
 )
+from tools.testkit.kafkatools import keyed_lines, produce
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 

@@ -35,7 +35,6 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from referee.service.relay import partition_ids
 from referee.store.locks import RELAY_LOCK
 from tests.integration.conftest import relay_lock_holders
-from tests.integration.kafka.kafkatools import drain, keyed_lines
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -45,6 +44,7 @@ from tests.reliability.harness import (
     produce_paced,
     verify,
 )
+from tools.testkit.kafkatools import drain, keyed_lines
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -30,6 +29,7 @@ from tests.reliability.harness import (
     replay,
     verify,
 )
+from tools.testkit.kafkatools import keyed_lines
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 

@@ -28,9 +28,9 @@ from referee.processing.replay import replay as replay_log
 from tests.faults import chosen_play, fault_env, faulty_judge, play_of
 from tests.integration.conftest import fetch
 from tests.integration.kafka.conftest import Replay, Stack
-from tests.integration.kafka.kafkatools import keyed_lines, produce
 from tests.integration.kafka.test_service import http_get, wait_ready
 from tests.reliability.harness import SOAK, Figures, verify
+from tools.testkit.kafkatools import keyed_lines, produce
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -28,6 +27,7 @@ from tests.reliability.harness import (
     produce_paced,
     verify,
 )
+from tools.testkit.kafkatools import keyed_lines
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 

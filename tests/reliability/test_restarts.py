@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines, produce
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -25,6 +24,7 @@ from tests.reliability.harness import (
     restart_service,
     verify,
 )
+from tools.testkit.kafkatools import keyed_lines, produce
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -27,6 +26,7 @@ from tests.reliability.harness import (
     rss_mb,
     verify,
 )
+from tools.testkit.kafkatools import keyed_lines
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 

@@ -12,8 +12,8 @@ import pytest
 
 from tests.integration.conftest import _plain
 from tests.integration.kafka.conftest import Stack
-from tests.integration.kafka.kafkatools import keyed_lines, produce
 from tests.integration.kafka.test_service import http_get, wait_ready
+from tools.testkit.kafkatools import keyed_lines, produce
 
 pytestmark = pytest.mark.kafka
 
