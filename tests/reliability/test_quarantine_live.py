@@ -39,14 +39,15 @@ GAMES = 600 if SOAK else 150
 
 def in_memory_with(log: Path, line: bytes | None) -> Replay:
     """``referee replay`` in this process, with the faulty judge when ``line`` is given."""
-    saved = referee_module.judge
+    names = vars(referee_module)
+    saved = names["judge"]
     if line is not None:
-        referee_module.judge = faulty_judge(play_of(line))  # type: ignore[assignment]
+        names["judge"] = faulty_judge(play_of(line))
     try:
         verdicts, rejected, summary = io.BytesIO(), io.BytesIO(), None
         summary = replay_log(log, verdicts, rejected, workers=1)
     finally:
-        referee_module.judge = saved  # type: ignore[assignment]
+        names["judge"] = saved
     return Replay(
         [v.decode() for v in verdicts.getvalue().splitlines()],
         [json.loads(r) for r in rejected.getvalue().splitlines()],

@@ -16,6 +16,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from tests.reliability.conftest import MakeStack, Simulated
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -44,7 +45,9 @@ FOR EACH STATEMENT EXECUTE FUNCTION reliability_slow_commit();
 """
 
 
-async def test_slow_database_applies_back_pressure(make_stack, simulated, tmp_path: Path) -> None:
+async def test_slow_database_applies_back_pressure(
+    make_stack: MakeStack, simulated: Simulated, tmp_path: Path
+) -> None:
     stack = await make_stack(partitions=4)
     log = simulated(GAMES, 51, "--bad-rate", "0.005", "--duplicate-rate", "0.005")
     records = keyed_lines(log)

@@ -19,7 +19,10 @@ GOLDEN = ROOT / "tests" / "golden"
 
 
 def committed(name: str) -> dict[str, object]:
-    return json.loads((SCHEMAS / f"{name}.schema.json").read_text(encoding="utf-8"))
+    schema: dict[str, object] = json.loads(
+        (SCHEMAS / f"{name}.schema.json").read_text(encoding="utf-8")
+    )
+    return schema
 
 
 @pytest.mark.parametrize("name", sorted(all_schemas()))
