@@ -171,7 +171,7 @@ def team_pips(teams: dict[str, list[str]], pip_counts: dict[str, int]) -> dict[s
     return {t: sum(pip_counts[p] for p in members) for t, members in teams.items()}
 
 
-def moves_on_line(offers: list[tuple[Tile, int | None]], left: int, right: int) -> set[Move]:
+def moves_on_line(offers: Sequence[tuple[Tile, int | None]], left: int, right: int) -> set[Move]:
     """Maps peer offers (a tile and the *value* it covers) onto our ends.
 
     A value shown by both ends is both ends for us (the peer does not tell them apart).
