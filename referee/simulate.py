@@ -268,7 +268,7 @@ def _rules_wire(rules: dict[str, Any]) -> Rules:
 # --- the table ------------------------------------------------------------------------------
 
 
-class _Table:
+class _SimulatedGame:
     """One simulated game: the true state, kept with the domain's judge."""
 
     def __init__(self, game_id: str, rng: random.Random, options: SimulationOptions) -> None:
@@ -301,7 +301,7 @@ class _Table:
 def _game(
     game_id: str, rng: random.Random, options: SimulationOptions
 ) -> Iterator[tuple[str, bytes]]:
-    table = _Table(game_id, rng, options)
+    table = _SimulatedGame(game_id, rng, options)
     if options.teams:
         count = rng.choice((4, 4, 6))
     else:
@@ -353,7 +353,7 @@ _HAND_SIZES = {6: 7, 9: 10, 12: 12, 15: 15, 18: 15}
 """Hand sizes of trains games, by set (at most; fewer at a crowded table)."""
 
 
-def _round(table: _Table, number: int, players: list[str]) -> Iterator[tuple[str, bytes]]:
+def _round(table: _SimulatedGame, number: int, players: list[str]) -> Iterator[tuple[str, bytes]]:
     rng = table.rng
     state = table.state
     assert state is not None
@@ -402,7 +402,7 @@ def _round(table: _Table, number: int, players: list[str]) -> Iterator[tuple[str
         yield from _turn(table, state)
 
 
-def _turn(table: _Table, state: GameState) -> Iterator[tuple[str, bytes]]:
+def _turn(table: _SimulatedGame, state: GameState) -> Iterator[tuple[str, bytes]]:
     """Emits what an honest player does: a play if they have one, else a draw or a pass."""
     rnd = state.round
     assert rnd is not None
@@ -411,20 +411,22 @@ def _turn(table: _Table, state: GameState) -> Iterator[tuple[str, bytes]]:
     plays = rnd.legal_plays(seat)
     if plays:
         t, end, train = table.rng.choice(plays)
-        yield from _emit_play(table, rnd.number, player, t, end, train)
+        yield from _emit_play(table, rnd.round_number, player, t, end, train)
         return
     rules = state.rules
     if not rules.exhausted(rnd.boneyard_mask) and rules.requires_draw(rnd.drew):
         t = table.rng.choice(sorted(rnd.boneyard))
-        yield table.line("TileDrawn", {"round": rnd.number, "player": player, "tile": list(t)})
-        table.apply(TileDrawn(rnd.number, player, t))
+        yield table.line(
+            "TileDrawn", {"round": rnd.round_number, "player": player, "tile": list(t)}
+        )
+        table.apply(TileDrawn(rnd.round_number, player, t))
         return
-    yield table.line("Passed", {"round": rnd.number, "player": player})
-    table.apply(Passed(rnd.number, player))
+    yield table.line("Passed", {"round": rnd.round_number, "player": player})
+    table.apply(Passed(rnd.round_number, player))
 
 
 def _emit_play(
-    table: _Table,
+    table: _SimulatedGame,
     number: int,
     player: str,
     t: Tile,
@@ -441,7 +443,7 @@ def _emit_play(
     table.apply(TilePlayed(number, player, (shown[0], shown[1]), end, train))
 
 
-def _foul(table: _Table, state: GameState) -> Iterator[tuple[str, bytes]]:
+def _foul(table: _SimulatedGame, state: GameState) -> Iterator[tuple[str, bytes]]:
     """Emits one action that breaks a rule (the judge decides which foul it is)."""
     rng = table.rng
     rnd = state.round
@@ -451,32 +453,38 @@ def _foul(table: _Table, state: GameState) -> Iterator[tuple[str, bytes]]:
     other = state.players[(seat + 1 + rng.randrange(len(state.players) - 1)) % len(state.players)]
     choice = rng.randrange(8 if table.new_fouls else 5)
     if choice == 0:  # out of turn
-        yield table.line("Passed", {"round": rnd.number, "player": other})
-        table.apply(Passed(rnd.number, other))
+        yield table.line("Passed", {"round": rnd.round_number, "player": other})
+        table.apply(Passed(rnd.round_number, other))
     elif choice == 1:  # a tile the player does not hold
         foreign = sorted(rnd.hands[state.seats[other]])[0]
-        yield from _emit_play(table, rnd.number, player, foreign, End.LEFT)
+        yield from _emit_play(table, rnd.round_number, player, foreign, End.LEFT)
     elif choice == 2 and rnd.layout.places(seat) is not None:  # no place named
         mine = sorted(rnd.hands[seat])[0]
-        yield from _emit_play(table, rnd.number, player, mine, None)
+        yield from _emit_play(table, rnd.round_number, player, mine, None)
     elif choice == 3:  # a pass (false, or before drawing, or legitimate)
-        yield table.line("Passed", {"round": rnd.number, "player": player})
-        table.apply(Passed(rnd.number, player))
+        yield table.line("Passed", {"round": rnd.round_number, "player": player})
+        table.apply(Passed(rnd.round_number, player))
     elif choice == 5:  # a place this layout does not have now
         yield from _nowhere(table, state, rnd)
     elif choice == 6:  # a place it has, but not for this tile or this player
         yield from _wrong_place(table, state, rnd)
     elif choice == 7 and rnd.boneyard_mask:  # a real draw, whether or not the player may
         t = rng.choice(sorted(rnd.boneyard))
-        yield table.line("TileDrawn", {"round": rnd.number, "player": player, "tile": list(t)})
-        table.apply(TileDrawn(rnd.number, player, t))
+        yield table.line(
+            "TileDrawn", {"round": rnd.round_number, "player": player, "tile": list(t)}
+        )
+        table.apply(TileDrawn(rnd.round_number, player, t))
     else:  # a draw of a tile that is not in the boneyard
         mine = sorted(rnd.hands[seat])[0]
-        yield table.line("TileDrawn", {"round": rnd.number, "player": player, "tile": list(mine)})
-        table.apply(TileDrawn(rnd.number, player, mine))
+        yield table.line(
+            "TileDrawn", {"round": rnd.round_number, "player": player, "tile": list(mine)}
+        )
+        table.apply(TileDrawn(rnd.round_number, player, mine))
 
 
-def _nowhere(table: _Table, state: GameState, rnd: RoundState) -> Iterator[tuple[str, bytes]]:
+def _nowhere(
+    table: _SimulatedGame, state: GameState, rnd: RoundState
+) -> Iterator[tuple[str, bytes]]:
     """Plays a tile of the hand on a place that does not exist (``end_not_available``)."""
     rng = table.rng
     seat = rnd.turn
@@ -485,10 +493,12 @@ def _nowhere(table: _Table, state: GameState, rnd: RoundState) -> Iterator[tuple
         end, train = (End.LEFT, None) if rng.random() < 0.5 else (None, "nobody's")
     else:
         end, train = (End.UP, None) if rng.random() < 0.5 else (End.LEFT, state.players[seat])
-    yield from _emit_play(table, rnd.number, state.players[seat], mine, end, train)
+    yield from _emit_play(table, rnd.round_number, state.players[seat], mine, end, train)
 
 
-def _wrong_place(table: _Table, state: GameState, rnd: RoundState) -> Iterator[tuple[str, bytes]]:
+def _wrong_place(
+    table: _SimulatedGame, state: GameState, rnd: RoundState
+) -> Iterator[tuple[str, bytes]]:
     """Plays a tile on a real place it may not go: another train than a pending double's
     (``double_unsatisfied``), someone's closed train (``train_closed``), or an end it does
     not match (``tile_does_not_match``)."""
@@ -509,7 +519,7 @@ def _wrong_place(table: _Table, state: GameState, rnd: RoundState) -> Iterator[t
             ]
         if others:
             yield from _emit_play(
-                table, rnd.number, player, rng.choice(hand), None, rng.choice(others)
+                table, rnd.round_number, player, rng.choice(hand), None, rng.choice(others)
             )
             return
     places = layout.places(seat) or ()
@@ -517,10 +527,10 @@ def _wrong_place(table: _Table, state: GameState, rnd: RoundState) -> Iterator[t
         misses = [p for p in places if p.value not in t]
         if misses:
             place = rng.choice(misses)
-            yield from _emit_play(table, rnd.number, player, t, place.end, place.train)
+            yield from _emit_play(table, rnd.round_number, player, t, place.end, place.train)
             return
-    yield table.line("Passed", {"round": rnd.number, "player": player})
-    table.apply(Passed(rnd.number, player))
+    yield table.line("Passed", {"round": rnd.round_number, "player": player})
+    table.apply(Passed(rnd.round_number, player))
 
 
 def _bad_line(rng: random.Random, emitted: list[tuple[str, bytes]], seed: int) -> tuple[str, bytes]:

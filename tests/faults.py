@@ -90,8 +90,8 @@ def _end(value: str | None) -> End | None:
 def main() -> int:
     """``python -m tests.faults serve``: ``referee serve`` with the faulty judge in place."""
     spec = json.loads(os.environ[FAULT_ENV])
-    round_no, player, (a, b), end = spec
-    install(TilePlayed(round_no, player, (a, b), _end(end)))
+    round_number, player, (a, b), end = spec
+    install(TilePlayed(round_number, player, (a, b), _end(end)))
     from referee.cli.main import main as referee_main
 
     return referee_main(sys.argv[1:])

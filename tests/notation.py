@@ -133,7 +133,7 @@ def table(
     if s.trains:
         layout = _trains(s, players, seats, rules)
     rnd = RoundState(
-        number=s.round,
+        round_number=s.round,
         hand_masks=tuple(mask_of(s.hands[p]) for p in players),
         boneyard_mask=mask_of(s.boneyard),
         layout=layout,
@@ -202,7 +202,7 @@ def deal(
 def next_round(game: GameState, spec: str) -> GameState:
     """Returns the game after the next ``RoundStarted``, dealt from ``spec``."""
     assert game.round is not None
-    game, verdicts = judge(game, dealt(spec, game.round.number + 1))
+    game, verdicts = judge(game, dealt(spec, game.round.round_number + 1))
     assert verdicts == ()
     return game
 
@@ -211,7 +211,7 @@ def _round_of(game: GameState, rnd: int | None) -> int:
     if rnd is not None:
         return rnd
     assert game.round is not None
-    return game.round.number
+    return game.round.round_number
 
 
 def play(

@@ -65,7 +65,7 @@ _SPINNER_FIELDS = (
 
 def _round_to_json(rnd: RoundState) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "number": rnd.number,
+        "number": rnd.round_number,
         "hands": [sorted_tiles(h) for h in rnd.hand_masks],
         "boneyard": sorted_tiles(rnd.boneyard_mask),
     }

@@ -172,7 +172,7 @@ def to_wire(
     verdict: domain.Verdict,
     *,
     game_id: str,
-    round_no: int,
+    round_number: int,
     cause_event_id: str,
     cause_seq: int,
     occurred_at: str,
@@ -182,7 +182,7 @@ def to_wire(
     head: tuple[str, str, int, str, int, str, Literal[1]] = (
         verdict_id(game_id, cause_seq, index),
         game_id,
-        round_no,
+        round_number,
         cause_event_id,
         cause_seq,
         occurred_at,

@@ -270,7 +270,7 @@ class WireEvent(msgspec.Struct, tag_field="type", frozen=True, gc=False):
     schema_version: Literal[1]
 
     @property
-    def round_no(self) -> int:
+    def round_number(self) -> int:
         """Returns the round the event belongs to (0 before any round)."""
         return 0
 
@@ -327,7 +327,7 @@ class RoundStartedWire(WireEvent, tag="RoundStarted", frozen=True):
     ] = UNSET
 
     @property
-    def round_no(self) -> int:
+    def round_number(self) -> int:
         """Returns the round the event belongs to."""
         return self.round
 
@@ -364,7 +364,7 @@ class TilePlayedWire(WireEvent, tag="TilePlayed", frozen=True):
     ] = UNSET
 
     @property
-    def round_no(self) -> int:
+    def round_number(self) -> int:
         """Returns the round the event belongs to."""
         return self.round
 
@@ -385,7 +385,7 @@ class TileDrawnWire(WireEvent, tag="TileDrawn", frozen=True):
     tile: WireTile
 
     @property
-    def round_no(self) -> int:
+    def round_number(self) -> int:
         """Returns the round the event belongs to."""
         return self.round
 
@@ -401,7 +401,7 @@ class PassedWire(WireEvent, tag="Passed", frozen=True):
     player: PlayerId
 
     @property
-    def round_no(self) -> int:
+    def round_number(self) -> int:
         """Returns the round the event belongs to."""
         return self.round
 
@@ -427,4 +427,3 @@ class EnvelopeProbe(msgspec.Struct):
     game_id: object = None
     seq: object = None
     event_id: object = None
-    type: object = None

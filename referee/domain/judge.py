@@ -87,7 +87,7 @@ def judge(game: GameState | None, event: GameEvent) -> Judgement:
         action: Action = event  # type: ignore[assignment]
         seat = game.seats.get(action.player)
         rnd = game.round
-        if seat is None or rnd is None or action.round != rnd.number or rnd.ended:
+        if seat is None or rnd is None or action.round != rnd.round_number or rnd.ended:
             raise _unjudgeable(game, action)
         if seat != rnd.turn:
             return _rejected(game, seat, FoulKind.OUT_OF_TURN)
@@ -99,20 +99,6 @@ def judge(game: GameState | None, event: GameEvent) -> Judgement:
     if isinstance(event, RoundStarted):
         return _start_round(game, event)
     raise InvalidInput(RejectionReason.GAME_ALREADY_STARTED, "the game has already started")
-
-
-def fold(events: Iterable[GameEvent], game: GameState | None = None) -> Judgement:
-    """Folds a game's events through the judge; invalid events are skipped."""
-    verdicts: list[Verdict] = []
-    for event in events:
-        try:
-            game, produced = judge(game, event)
-        except InvalidInput:
-            continue
-        verdicts.extend(produced)
-    if game is None:
-        raise ValueError("no GameStarted among the events")
-    return game, tuple(verdicts)
 
 
 def _kind(event: GameEvent) -> str:
@@ -139,9 +125,9 @@ def _start_round(game: GameState, event: RoundStarted) -> Judgement:
     if current is not None and not current.ended:
         raise InvalidInput(
             RejectionReason.WRONG_ROUND,
-            f"round {current.number} is still in play; round {event.round} cannot start",
+            f"round {current.round_number} is still in play; round {event.round} cannot start",
         )
-    expected = 1 if current is None else current.number + 1
+    expected = 1 if current is None else current.round_number + 1
     if event.round != expected:
         raise InvalidInput(
             RejectionReason.WRONG_ROUND, f"round {event.round} started; expected round {expected}"
@@ -268,13 +254,13 @@ def _unjudgeable(game: GameState, action: Action) -> InvalidInput:
         return InvalidInput(
             RejectionReason.ROUND_NOT_STARTED, f"{_kind(action)} before the first RoundStarted"
         )
-    if action.round != rnd.number:
+    if action.round != rnd.round_number:
         return InvalidInput(
             RejectionReason.WRONG_ROUND,
-            f"{_kind(action)} names round {action.round}; the current round is {rnd.number}",
+            f"{_kind(action)} names round {action.round}; the current round is {rnd.round_number}",
         )
     return InvalidInput(
-        RejectionReason.ROUND_OVER, f"round {rnd.number} is over; no action may follow"
+        RejectionReason.ROUND_OVER, f"round {rnd.round_number} is over; no action may follow"
     )
 
 
@@ -312,7 +298,7 @@ def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Ju
     layout: Layout = placed  # type: ignore[assignment]  # not a foul, so a layout
     played = hand ^ bit
     after = round_state(
-        rnd.number,
+        rnd.round_number,
         (*hands[:seat], played, *hands[seat + 1 :]),
         boneyard,
         layout,
@@ -375,7 +361,7 @@ def _draw(game: GameState, rnd: RoundState, seat: int, action: TileDrawn) -> Jud
         game, foul = _foul(game, seat, FoulKind.DRAW_WHILE_ABLE)
         verdicts = (foul,)
     after = round_state(
-        rnd.number,
+        rnd.round_number,
         (*hands[:seat], hand | bit, *hands[seat + 1 :]),
         boneyard ^ bit,
         layout,
@@ -403,7 +389,7 @@ def _pass(game: GameState, rnd: RoundState, seat: int) -> Judgement:
     passed = layout.passed(seat)  # trains: the passer's train opens
     restart = _CONTINUE if passed is layout else passed.restart(layout, seat)
     after = round_state(
-        rnd.number,
+        rnd.round_number,
         rnd.hand_masks,
         rnd.boneyard_mask,
         passed,
@@ -461,7 +447,7 @@ def _end_round(
         award = score_block(rnd.hand_masks, counts, teams, rules)
     scores = tuple(s + a for s, a in zip(game.scores, award.awards, strict=True))
     ended = round_state(
-        rnd.number,
+        rnd.round_number,
         rnd.hand_masks,
         rnd.boneyard_mask,
         rnd.layout,
@@ -486,7 +472,7 @@ def _end_round(
         team_cumulative=team_cumulative,
         winning_teams=None if ids is None else tuple(ids[t] for t in award.winners),
     )
-    winning = game_winners(scores, rules, rnd.number)
+    winning = game_winners(scores, rules, rnd.round_number)
     if not winning:
         return game, (*verdicts, scored)
     winners = _members(game, winning)

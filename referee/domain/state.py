@@ -36,7 +36,7 @@ class RoundState(NamedTuple):
     ``round_state``.
     """
 
-    number: int
+    round_number: int
     hand_masks: tuple[TileMask, ...]
     """Each seat's hand as a tile mask."""
     boneyard_mask: TileMask
@@ -94,7 +94,7 @@ class RoundState(NamedTuple):
 
 
 def round_state(
-    number: int,
+    round_number: int,
     hand_masks: tuple[TileMask, ...],
     boneyard_mask: TileMask,
     layout: Layout,
@@ -109,7 +109,9 @@ def round_state(
     It skips the named tuple's generated ``__new__``, which costs as much again as the tuple
     (the judge builds a round per event); a test holds it to the plain constructor.
     """
-    return _new(RoundState, (number, hand_masks, boneyard_mask, layout, turn, drew, chain, ended))
+    return _new(
+        RoundState, (round_number, hand_masks, boneyard_mask, layout, turn, drew, chain, ended)
+    )
 
 
 class GameState(NamedTuple):

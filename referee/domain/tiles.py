@@ -28,17 +28,6 @@ def tile(a: int, b: int) -> Tile:
     return (a, b) if a <= b else (b, a)
 
 
-def is_double(t: Tile) -> bool:
-    """Checks if both halves of the tile show the same value."""
-    return t[0] == t[1]
-
-
-def pips(t: Tile, double_blank: int = 0) -> int:
-    """Returns the pips a tile counts; the double-blank counts ``double_blank``."""
-    total = t[0] + t[1]
-    return double_blank if total == 0 else total
-
-
 def full_set(max_pip: int) -> frozenset[Tile]:
     """Returns every tile of the double-``max_pip`` set: (N+1)(N+2)/2 of them."""
     return frozenset((a, b) for a in range(max_pip + 1) for b in range(a, max_pip + 1))
@@ -47,11 +36,6 @@ def full_set(max_pip: int) -> frozenset[Tile]:
 def shows(t: Tile, value: int) -> bool:
     """Checks if one half of the tile shows ``value``."""
     return t[0] == value or t[1] == value
-
-
-def other_half(t: Tile, value: int) -> int:
-    """Returns the value the tile leaves open once its ``value`` half is matched."""
-    return t[1] if t[0] == value else t[0]
 
 
 # --- tile sets as bit masks ---------------------------------------------------------------------

@@ -26,7 +26,7 @@ NOT_PENDING = -1
 _new = tuple.__new__
 
 
-class TrainsTable(NamedTuple):
+class TrainsSetup(NamedTuple):
     """What stays the same through a round: the trains' ids and the double rule."""
 
     names: tuple[str, ...]
@@ -50,7 +50,7 @@ class Trains(NamedTuple):
     """The train a pending double is on, or ``NOT_PENDING``."""
     pending_seat: int
     """The seat that played the pending double, or ``NOT_PENDING``."""
-    table: TrainsTable
+    table: TrainsSetup
 
     @property
     def double_pending(self) -> bool:
@@ -157,11 +157,11 @@ class Trains(NamedTuple):
         return None
 
 
-def trains_table(players: tuple[str, ...], seats: Mapping[str, int], rules: Rules) -> TrainsTable:
+def trains_table(players: tuple[str, ...], seats: Mapping[str, int], rules: Rules) -> TrainsSetup:
     """Returns the trains of a game: one per player, and the Mexican train if it has one."""
     names = (*players, MEXICAN) if rules.mexican_train else players
     index = {**seats, MEXICAN: len(players)} if rules.mexican_train else dict(seats)
-    return TrainsTable(names, index, len(players), rules.double_rule is DoubleRule.FOLLOW_UP)
+    return TrainsSetup(names, index, len(players), rules.double_rule is DoubleRule.FOLLOW_UP)
 
 
 def lay_engine(

@@ -223,12 +223,12 @@ class Referee:
     @staticmethod
     def _verdicts(event: InputEvent, verdicts: tuple[Verdict, ...]) -> Processed:
         game_id, seq, event_id = event.game_id, event.seq, event.event_id
-        round_no = event.round_no
+        round_number = event.round_number
         wired = tuple(
             to_wire(
                 v,
                 game_id=game_id,
-                round_no=round_no,
+                round_number=round_number,
                 cause_event_id=event_id,
                 cause_seq=seq,
                 occurred_at=event.occurred_at,

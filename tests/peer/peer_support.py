@@ -96,7 +96,7 @@ class RoundResult:
 class PeerRound:
     """One round as the peer played and scored it."""
 
-    round_no: int
+    round_number: int
     reason: str
     """``"domino"`` or ``"blocked"``."""
     ends_at_seq: int
@@ -303,7 +303,7 @@ def probe_moves(game: PeerGame) -> list[str]:
 
 def _probe_position(
     state: GameState,
-    round_no: int,
+    round_number: int,
     player: str,
     hand: list[Tile],
     *,
@@ -317,7 +317,7 @@ def _probe_position(
     accepted: set[Move] = set()
     for t in hand:
         for end in ends:
-            play = TilePlayed(round_no, player, t, None if end is None else End(end))
+            play = TilePlayed(round_number, player, t, None if end is None else End(end))
             if not _fouls(state, play):
                 accepted.add((t, end))
     if lead_rule:
@@ -328,7 +328,7 @@ def _probe_position(
         only_peer = sorted(legal - accepted, key=str)
         only_ours = sorted(accepted - legal, key=str)
         problems.append(f"{where}: peer-only moves {only_peer}, referee-only moves {only_ours}")
-    pass_fouls = _fouls(state, Passed(round_no, player))
+    pass_fouls = _fouls(state, Passed(round_number, player))
     expected = ["false_pass"] if legal else []
     if pass_fouls != expected:
         problems.append(f"{where}: a pass gives fouls {pass_fouls}, expected {expected}")
@@ -347,12 +347,12 @@ def compare_game(game: PeerGame, verdicts: list[dict[str, Any]]) -> list[str]:
     by_round: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for v in verdicts:
         by_round[v["round"]].append(v)
-    if set(by_round) - {r.round_no for r in game.rounds}:
+    if set(by_round) - {r.round_number for r in game.rounds}:
         problems.append(f"verdicts for rounds the peer did not play: {sorted(by_round)}")
     for peer in game.rounds:
         problems.extend(
-            f"round {peer.round_no}: {p}"
-            for p in _compare_round(game, peer, by_round[peer.round_no])
+            f"round {peer.round_number}: {p}"
+            for p in _compare_round(game, peer, by_round[peer.round_number])
         )
     won = [v for v in verdicts if v["type"] == "GameWon"]
     if game.game_won_by is None:

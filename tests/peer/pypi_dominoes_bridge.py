@@ -106,7 +106,7 @@ class _RoundWriter:
         self.lead_rule = lead_rule
 
     def play(
-        self, game: Any, round_no: int, rng: random.Random, confirmation: str, where: str
+        self, game: Any, round_number: int, rng: random.Random, confirmation: str, where: str
     ) -> PeerRound:
         em = self.em
         start = game.starting_player
@@ -120,7 +120,7 @@ class _RoundWriter:
             raise BridgeError(f"{where}: unexpected deal {hands}")
         em.emit(
             "RoundStarted",
-            round=round_no,
+            round=round_number,
             hands={PLAYERS[i]: [list(t) for t in hands[i]] for i in range(4)},
             boneyard=[],
             leader=PLAYERS[start],
@@ -142,7 +142,7 @@ class _RoundWriter:
                 break
             played, *passes = game.moves[seen:]
             seen = len(game.moves)
-            ends = self._write_play(round_no, actor, played, ends, hands, rng)
+            ends = self._write_play(round_number, actor, played, ends, hands, rng)
             self.legal[em.seq] = legal
             if lead:
                 self.lead_rule.add(em.seq)
@@ -152,15 +152,17 @@ class _RoundWriter:
             for skip in passes:
                 if skip is not None:
                     raise BridgeError(f"{where}: a second play in one move: {game.moves}")
-                self.legal[em.emit("Passed", round=round_no, player=PLAYERS[actor])] = frozenset()
+                self.legal[em.emit("Passed", round=round_number, player=PLAYERS[actor])] = (
+                    frozenset()
+                )
                 actor = (actor + 1) % 4
             if [sorted(tile(x.first, x.second) for x in h) for h in game.hands] != hands:
                 raise BridgeError(f"{where}: shadow hands differ from the package's")
-        return self._end(game, round_no, actor, ends, hands, confirmation, where)
+        return self._end(game, round_number, actor, ends, hands, confirmation, where)
 
     def _write_play(
         self,
-        round_no: int,
+        round_number: int,
         actor: int,
         played: Any,
         ends: tuple[int, int] | None,
@@ -175,7 +177,7 @@ class _RoundWriter:
         player = PLAYERS[actor]
         if ends is None:
             # The package lays the first tile as written: left shows ``first``, like ours.
-            self.em.emit("TilePlayed", round=round_no, player=player, tile=[d.first, d.second])
+            self.em.emit("TilePlayed", round=round_number, player=player, tile=[d.first, d.second])
             return (d.first, d.second)
         end = "left" if left else "right"
         shows = ends[0] if left else ends[1]
@@ -183,13 +185,13 @@ class _RoundWriter:
             raise BridgeError(f"{t} does not show {shows} ({end})")
         new = t[1] if t[0] == shows else t[0]
         shown = list(t) if rng.random() < 0.5 else [t[1], t[0]]  # orientation is free
-        self.em.emit("TilePlayed", round=round_no, player=player, tile=shown, end=end)
+        self.em.emit("TilePlayed", round=round_number, player=player, tile=shown, end=end)
         return (new, ends[1]) if left else (ends[0], new)
 
     def _end(
         self,
         game: Any,
-        round_no: int,
+        round_number: int,
         turn: int,
         ends: tuple[int, int] | None,
         hands: list[list[Tile]],
@@ -233,11 +235,11 @@ class _RoundWriter:
                 # allows none of them a move (that is what "stuck" is).
                 for k in range(4):
                     confirmed_by.append(PLAYERS[(turn + k) % 4])
-                    self.legal[self.em.emit("Passed", round=round_no, player=confirmed_by[-1])] = (
-                        frozenset()
-                    )
+                    self.legal[
+                        self.em.emit("Passed", round=round_number, player=confirmed_by[-1])
+                    ] = frozenset()
         return PeerRound(
-            round_no=round_no,
+            round_number=round_number,
             reason=reason,
             ends_at_seq=self.em.seq,
             pip_counts=pip_counts,
@@ -290,9 +292,11 @@ def play_one_series(
     rounds = []
     game = series.games[-1]
     while game is not None:
-        round_no = len(series.games)
-        rounds.append(writer.play(game, round_no, rng, confirmation, f"{game_id} r{round_no}"))
-        game = _seeded(f"{game_id}:deal:{round_no + 1}", series.next_game)
+        round_number = len(series.games)
+        rounds.append(
+            writer.play(game, round_number, rng, confirmation, f"{game_id} r{round_number}")
+        )
+        game = _seeded(f"{game_id}:deal:{round_number + 1}", series.next_game)
         rounds[-1].team_cumulative = dict(zip(TEAM_IDS, series.scores, strict=True))
     if not series.is_over():
         raise BridgeError(f"{game_id}: the series stopped before it was over")

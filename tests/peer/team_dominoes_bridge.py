@@ -199,7 +199,7 @@ def play_one_game(game: Any, rng: random.Random, game_id: str, game_index: int) 
                 legal[em.emit("Passed", round=1, player=confirmed_by[-1])] = frozenset()
     result, left_out = _result(returns, pip_counts, reason, PLAYERS[last_mover], game_id)
     peer_round = PeerRound(
-        round_no=1,
+        round_number=1,
         reason=reason,
         ends_at_seq=em.seq,
         pip_counts=pip_counts,

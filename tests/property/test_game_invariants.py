@@ -40,7 +40,7 @@ from referee.domain.rules import (
     TiePolicy,
 )
 from referee.domain.state import GameState, RoundState
-from referee.domain.tiles import Tile, full_set, pips, tile
+from referee.domain.tiles import Tile, full_set, tile
 from referee.domain.verdicts import BlockDeclared, FoulRecorded, GameWon, PointsScored, RoundScored
 
 VERDICT_ORDER = (FoulRecorded, PointsScored, BlockDeclared, RoundScored, GameWon)
@@ -220,7 +220,7 @@ def games(draw: st.DrawFn) -> tuple[Rules, int, bool]:
 
 
 @dataclass
-class Table:
+class GameUnderTest:
     """The judge's game, the model, and what the test knows independently of the judge."""
 
     game: GameState
@@ -238,7 +238,7 @@ class Table:
         return self.game.teams.of_seat[self.game.seats[player]]
 
 
-def deal(rng: random.Random, table: Table, number: int) -> RoundStarted:
+def deal(rng: random.Random, table: GameUnderTest, number: int) -> RoundStarted:
     """A random deal: an engine in trains, hands of 1 or more, the boneyard all, part or none."""
     rules = table.game.rules
     tiles = sorted(full_set(rules.max_pip))
@@ -277,7 +277,7 @@ def _place(model: Model, name: str | None) -> tuple[End | None, str | None]:
     return End(name), None
 
 
-def honest_action(rng: random.Random, table: Table, rnd: RoundState) -> GameEvent:
+def honest_action(rng: random.Random, table: GameUnderTest, rnd: RoundState) -> GameEvent:
     """What an honest player does, from the model: a play if they have one, else a draw the
     rules require, else a pass."""
     game = table.game
@@ -288,23 +288,23 @@ def honest_action(rng: random.Random, table: Table, rnd: RoundState) -> GameEven
     if options:
         t, name = rng.choice(options)
         end, train = _place(table.model, name)
-        return Played(rnd.number, player, _shown(rng, t), end, train)
+        return Played(rnd.round_number, player, _shown(rng, t), end, train)
     rules = game.rules
     exhausted = len(rnd.boneyard) <= rules.boneyard_reserve
     drawing = rules.draw is DrawRule.UNTIL_PLAYABLE or (
         rules.draw is DrawRule.ONCE and not rnd.drew
     )
     if not exhausted and drawing:
-        return TileDrawn(rnd.number, player, rng.choice(sorted(rnd.boneyard)))
-    return Passed(rnd.number, player)
+        return TileDrawn(rnd.round_number, player, rng.choice(sorted(rnd.boneyard)))
+    return Passed(rnd.round_number, player)
 
 
-def foul_action(rng: random.Random, table: Table, rnd: RoundState) -> GameEvent:
+def foul_action(rng: random.Random, table: GameUnderTest, rnd: RoundState) -> GameEvent:
     """Something a careless player (or backend) might report."""
     game = table.game
     players = game.players
     player = rng.choice(players)
-    number = rnd.number if rng.random() < 0.9 else rnd.number + rng.choice((-1, 1))
+    number = rnd.round_number if rng.random() < 0.9 else rnd.round_number + rng.choice((-1, 1))
     a, b = rng.randint(0, game.rules.max_pip), rng.randint(0, game.rules.max_pip)
     places: list[tuple[End | None, str | None]] = [
         (None, None),
@@ -331,7 +331,7 @@ def foul_action(rng: random.Random, table: Table, rnd: RoundState) -> GameEvent:
 # --- the checks ------------------------------------------------------------------------------
 
 
-def check_conservation(table: Table, rnd: RoundState) -> None:
+def check_conservation(table: GameUnderTest, rnd: RoundState) -> None:
     """Hands, boneyard, laid tiles, the engine and sleeping tiles are the set, each once."""
     parts: list[frozenset[Tile] | set[Tile]] = [*rnd.hands, rnd.boneyard, table.laid]
     parts.append(table.sleeping)
@@ -344,7 +344,7 @@ def check_conservation(table: Table, rnd: RoundState) -> None:
     assert total == len(the_set), "a tile is in two places"
 
 
-def check_block(table: Table, after: GameState, v: BlockDeclared) -> None:
+def check_block(table: GameUnderTest, after: GameState, v: BlockDeclared) -> None:
     """Both conditions of RULES.md section 4 hold, checked against the model."""
     rnd = after.round
     assert rnd is not None
@@ -356,7 +356,7 @@ def check_block(table: Table, after: GameState, v: BlockDeclared) -> None:
         assert not can_play(table.model, player, hand), f"a block while {player} can play"
     assert dict(v.open_ends) == table.model.shown()
     counts = {
-        p: sum(pips(t, rules.double_blank) for t in h)
+        p: sum(rules.double_blank if t == (0, 0) else t[0] + t[1] for t in h)
         for p, h in zip(after.players, rnd.hands, strict=True)
     }
     assert dict(v.pip_counts) == counts
@@ -371,7 +371,7 @@ def check_block(table: Table, after: GameState, v: BlockDeclared) -> None:
     table.declared += 1
 
 
-def check_scored(table: Table, after: GameState, v: RoundScored) -> None:
+def check_scored(table: GameUnderTest, after: GameState, v: RoundScored) -> None:
     """Awards are never negative; penalty scoring adds each player's own pips."""
     assert all(a >= 0 for a in v.awards.values()), v.awards
     assert set(v.awards) == set(after.players)
@@ -395,7 +395,7 @@ def check_scored(table: Table, after: GameState, v: RoundScored) -> None:
     assert table.blocks == 0
 
 
-def step(table: Table, event: GameEvent) -> None:
+def step(table: GameUnderTest, event: GameEvent) -> None:
     """Judges one event, keeps the model, and checks every property on the result."""
     before = table.game
     rnd_before = before.round
@@ -455,7 +455,7 @@ def _announced(model: Model) -> dict[str, int]:
     return model.shown()
 
 
-def _follow(table: Table, event: GameEvent, rnd: RoundState) -> None:
+def _follow(table: GameUnderTest, event: GameEvent, rnd: RoundState) -> None:
     """Applies an applied action to the model (and the laid tiles)."""
     model = table.model
     assert model is not None
@@ -476,7 +476,7 @@ def _follow(table: Table, event: GameEvent, rnd: RoundState) -> None:
 
 def play_game(
     rng: random.Random, rules: Rules, players: int, partnered: bool, foul_rate: float
-) -> Table:
+) -> GameUnderTest:
     """Plays a whole game of up to three rounds, checking after every event."""
     names = tuple(f"p{i}" for i in range(players))
     teams = None
@@ -484,7 +484,7 @@ def play_game(
         count = players // 2
         teams = {f"t{t}": tuple(names[t::count]) for t in range(count)}
     game, _ = judge(None, GameStarted(names, rules, teams))
-    table = Table(game, honest=foul_rate == 0.0)
+    table = GameUnderTest(game, honest=foul_rate == 0.0)
     for number in range(1, 4):
         dealing = deal(rng, table, number)
         dealt = {tile(*t) for h in dealing.hands.values() for t in h} | {

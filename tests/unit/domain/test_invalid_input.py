@@ -161,7 +161,7 @@ def test_the_next_round_is_dealt_after_one_is_scored_and_the_leader_acts_first()
     game = next_round(_round_1_over(), "ann: 1-2 | bob: 3-4 0-0 | boneyard: 5-5 | leader bob")
 
     round_ = rnd(game)
-    assert round_.number == 2
+    assert round_.round_number == 2
     assert round_.ended is False
     assert round_.layout == EMPTY_LINE
     assert round_.boneyard == frozenset({(5, 5)})
@@ -256,4 +256,4 @@ def test_a_bad_deal_leaves_the_game_waiting_for_a_good_round_1() -> None:
     after, verdicts = judge(game, RoundStarted(1, {"ann": ((1, 2),), "bob": ((3, 4),)}, (), "ann"))
 
     assert verdicts == ()
-    assert rnd(after).number == 1
+    assert rnd(after).round_number == 1

@@ -110,7 +110,7 @@ def test_cumulative_scores_add_up_across_rounds() -> None:
     scored = only(verdicts, RoundScored)
     assert scored.awards == {"ann": 0, "bob": 5}
     assert scored.cumulative == {"ann": 11, "bob": 5}
-    assert rnd(game).number == 2
+    assert rnd(game).round_number == 2
 
 
 # --- target_score and GameWon -------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from referee.domain.events import End
 from referee.domain.state import Move
-from referee.domain.tiles import other_half, pips, tile
+from referee.domain.tiles import bit_of, mask_pips, tile
 from tests.notation import deal, draw, ends, hand, kinds, play, rnd, table, tiles, turn
 
 
@@ -117,22 +117,16 @@ def test_a_tile_in_the_boneyard_as_3_5_is_drawn_as_5_3() -> None:
 
 
 def test_pips_are_the_sum_of_both_halves() -> None:
-    assert pips(tile(5, 10)) == 15
-    assert pips(tile(12, 12)) == 24
-    assert pips(tile(0, 0)) == 0
-    assert pips(tile(0, 0), double_blank=25) == 25
-    assert pips(tile(0, 3), double_blank=25) == 3
+    assert mask_pips(bit_of(tile(5, 10))) == 15
+    assert mask_pips(bit_of(tile(12, 12))) == 24
+    assert mask_pips(bit_of(tile(0, 0))) == 0
+    assert mask_pips(bit_of(tile(0, 0)), double_blank=25) == 25
+    assert mask_pips(bit_of(tile(0, 3)), double_blank=25) == 3
 
 
 def test_a_tile_is_normalised_smaller_half_first() -> None:
     assert tile(5, 3) == (3, 5)
     assert tile(3, 5) == (3, 5)
-
-
-def test_the_other_half_of_a_tile_is_the_unmatched_value() -> None:
-    assert other_half((3, 5), 3) == 5
-    assert other_half((3, 5), 5) == 3
-    assert other_half((4, 4), 4) == 4
 
 
 def test_can_play_and_legal_plays_name_every_tile_and_end_that_matches() -> None:

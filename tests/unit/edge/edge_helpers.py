@@ -44,7 +44,7 @@ def started(
 def dealt(
     seq: int = 2,
     game_id: str = GAME,
-    round_no: int = 1,
+    round_number: int = 1,
     hands: dict[str, list[list[int]]] | None = None,
     boneyard: list[list[int]] | None = None,
     leader: str = "ann",
@@ -54,7 +54,7 @@ def dealt(
         "RoundStarted",
         seq,
         game_id,
-        round=round_no,
+        round=round_number,
         hands=hands if hands is not None else {"ann": [[6, 6], [1, 2]], "bob": [[6, 5], [0, 0]]},
         boneyard=boneyard if boneyard is not None else [[3, 4]],
         leader=leader,
@@ -62,26 +62,31 @@ def dealt(
 
 
 def played(
-    seq: int, player: str, tile: list[int], end: str | None = None, round_no: int = 1, **extra: Any
+    seq: int,
+    player: str,
+    tile: list[int],
+    end: str | None = None,
+    round_number: int = 1,
+    **extra: Any,
 ) -> dict[str, Any]:
     """A tile played (no end for the first tile of a round)."""
-    fields: dict[str, Any] = {"round": round_no, "player": player, "tile": tile}
+    fields: dict[str, Any] = {"round": round_number, "player": player, "tile": tile}
     if end is not None:
         fields["end"] = end
     return event("TilePlayed", seq, **fields, **extra)
 
 
-def passed(seq: int, player: str, round_no: int = 1, **extra: Any) -> dict[str, Any]:
+def passed(seq: int, player: str, round_number: int = 1, **extra: Any) -> dict[str, Any]:
     """A pass."""
-    return event("Passed", seq, round=round_no, player=player, **extra)
+    return event("Passed", seq, round=round_number, player=player, **extra)
 
 
-def drawn(seq: int, player: str, tile: list[int], round_no: int = 1) -> dict[str, Any]:
+def drawn(seq: int, player: str, tile: list[int], round_number: int = 1) -> dict[str, Any]:
     """A draw from the boneyard."""
-    return event("TileDrawn", seq, round=round_no, player=player, tile=tile)
+    return event("TileDrawn", seq, round=round_number, player=player, tile=tile)
 
 
-class Table:
+class FedReferee:
     """A referee, and the events fed to it so far."""
 
     def __init__(self, max_event_bytes: int | None = None) -> None:
@@ -96,17 +101,17 @@ class Table:
         return self.feed(data)[0]
 
 
-def in_round(**rules: Any) -> Table:
+def in_round(**rules: Any) -> FedReferee:
     """Given a game of ann and bob with the default deal of round 1 (seq 1 and 2 taken)."""
-    table = Table()
+    table = FedReferee()
     results = table.feed(started(**rules), dealt())
     assert [r.outcome.value for r in results] == ["applied", "applied"]
     return table
 
 
-def after_domino(**rules: Any) -> Table:
+def after_domino(**rules: Any) -> FedReferee:
     """Given round 1 already won by ann's domino at seq 3 (ann was dealt a single 6-6)."""
-    table = Table()
+    table = FedReferee()
     results = table.feed(
         started(**rules),
         dealt(hands={"ann": [[6, 6]], "bob": [[6, 5], [0, 0]]}),

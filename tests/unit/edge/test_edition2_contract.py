@@ -13,7 +13,7 @@ from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import GameStartedWire, RulesWire, TilePlayedWire
 from referee.domain.rules import DrawRule, Layout, Scoring
 from referee.processing.outcome import Outcome, Processed
-from tests.unit.edge.edge_helpers import Table, event, raw
+from tests.unit.edge.edge_helpers import FedReferee, event, raw
 
 FOUR = ["ann", "bob", "cid", "dee"]
 PARTNERS = {"ns": ["ann", "cid"], "ew": ["bob", "dee"]}
@@ -56,7 +56,7 @@ def rejected(result: Processed, reason: str, *mentions: str) -> None:
 def test_an_unknown_option_or_an_out_of_range_value_is_a_schema_violation(
     rules: dict[str, Any], mentions: list[str]
 ) -> None:
-    rejected(Table().one(game(rules)), "schema_violation", *mentions)
+    rejected(FedReferee().one(game(rules)), "schema_violation", *mentions)
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_an_unknown_option_or_an_out_of_range_value_is_a_schema_violation(
 def test_an_option_the_layout_or_scoring_does_not_use_set_off_its_default_is_a_violation(
     rules: dict[str, Any], mentions: list[str]
 ) -> None:
-    rejected(Table().one(game(rules)), "schema_violation", *mentions)
+    rejected(FedReferee().one(game(rules)), "schema_violation", *mentions)
 
 
 @pytest.mark.parametrize(
@@ -105,7 +105,7 @@ def test_an_option_the_layout_or_scoring_does_not_use_set_off_its_default_is_a_v
     ],
 )
 def test_options_that_go_together_start_a_game(rules: dict[str, Any]) -> None:
-    result = Table().one(game(rules))
+    result = FedReferee().one(game(rules))
     assert result.outcome is Outcome.APPLIED, result.rejection
 
 
@@ -173,44 +173,46 @@ def test_the_state_codecs_rules_round_trip_what_absence_would_give() -> None:
 def test_teams_that_are_no_partnership_are_a_schema_violation(
     teams: object, mentions: list[str]
 ) -> None:
-    rejected(Table().one(game({}, FOUR, teams=teams)), "schema_violation", "teams", *mentions)
+    rejected(FedReferee().one(game({}, FOUR, teams=teams)), "schema_violation", "teams", *mentions)
 
 
 def test_teams_with_penalty_scoring_are_a_schema_violation_naming_the_trains_default() -> None:
-    result = Table().one(game({"layout": "trains"}, FOUR, teams=PARTNERS))
+    result = FedReferee().one(game({"layout": "trains"}, FOUR, teams=PARTNERS))
     rejected(result, "schema_violation", "$.teams", "penalty", "scoring: award")
 
 
 def test_valid_partnerships_start_a_game_and_null_teams_mean_none() -> None:
-    assert Table().one(game({}, FOUR, teams=PARTNERS)).outcome is Outcome.APPLIED
+    assert FedReferee().one(game({}, FOUR, teams=PARTNERS)).outcome is Outcome.APPLIED
     assert (
-        Table()
+        FedReferee()
         .one(game({}, FOUR, teams={"a": ["ann"], "b": ["bob"], "c": ["cid"], "d": ["dee"]}))
         .outcome
         is Outcome.APPLIED
     )
-    assert Table().one(game({}, FOUR, teams=None)).outcome is Outcome.APPLIED
+    assert FedReferee().one(game({}, FOUR, teams=None)).outcome is Outcome.APPLIED
 
 
 def test_a_player_called_mexican_cannot_sit_at_a_game_with_the_mexican_train() -> None:
     rejected(
-        Table().one(game({"layout": "trains"}, ["ann", "mexican"])),
+        FedReferee().one(game({"layout": "trains"}, ["ann", "mexican"])),
         "schema_violation",
         "$.players",
         "'mexican'",
     )
     assert (
-        Table().one(game({"layout": "trains", "mexican_train": False}, ["ann", "mexican"])).outcome
+        FedReferee()
+        .one(game({"layout": "trains", "mexican_train": False}, ["ann", "mexican"]))
+        .outcome
         is Outcome.APPLIED
     )
-    assert Table().one(game({}, ["ann", "mexican"])).outcome is Outcome.APPLIED  # a line game
+    assert FedReferee().one(game({}, ["ann", "mexican"])).outcome is Outcome.APPLIED  # a line game
 
 
 # --- engines and trains on the wire --------------------------------------------------------
 
 
-def trains_table() -> Table:
-    table = Table()
+def trains_table() -> FedReferee:
+    table = FedReferee()
     assert table.one(game({"layout": "trains", "max_pip": 12})).outcome is Outcome.APPLIED
     return table
 
@@ -239,7 +241,7 @@ def test_an_engine_that_cannot_be_is_a_bad_deal(
 
 
 def test_an_engine_dealt_in_a_line_game_is_a_bad_deal() -> None:
-    table = Table()
+    table = FedReferee()
     table.one(game({"max_pip": 12}))
     rejected(table.one(deal(engine=[12, 12])), "bad_deal", "only in layout trains")
 
@@ -273,14 +275,14 @@ def test_up_and_down_are_ends_of_the_wire(end: str) -> None:
 
 def test_any_other_end_is_a_schema_violation() -> None:
     line = raw(event("TilePlayed", 3, round=1, player="ann", tile=[1, 2], end="middle"))
-    rejected(Table().one(line), "schema_violation", "$.end")
+    rejected(FedReferee().one(line), "schema_violation", "$.end")
 
 
 # --- verdict fields that only some games have ------------------------------------------------
 
 
 def test_an_edition_1_verdict_has_no_edition_2_field() -> None:
-    table = Table()
+    table = FedReferee()
     table.one(game({"draw": "none"}))
     table.one(
         raw(
@@ -315,7 +317,7 @@ def test_an_edition_1_verdict_has_no_edition_2_field() -> None:
 
 
 def test_a_penalty_round_says_so_and_a_team_round_gives_the_team_figures() -> None:
-    table = Table()
+    table = FedReferee()
     table.one(game({"draw": "none", "scoring": "penalty"}))
     table.one(
         raw(

@@ -15,7 +15,7 @@ from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
 from referee.processing.outcome import Outcome, Processed
 from tests.unit.edge.edge_helpers import (
     GAME,
-    Table,
+    FedReferee,
     after_domino,
     dealt,
     drawn,
@@ -42,7 +42,7 @@ def rejected(result: Processed, reason: str, *mentions: str) -> None:
 
 
 def test_truncated_json_is_malformed() -> None:
-    result = Table().one(b'{"event_id": "e-1", "type": "TilePlayed", ')
+    result = FedReferee().one(b'{"event_id": "e-1", "type": "TilePlayed", ')
     rejected(result, "malformed_json", "not valid JSON")
     assert result.rejection is not None
     assert result.rejection.raw == '{"event_id": "e-1", "type": "TilePlayed", '
@@ -53,7 +53,7 @@ def test_truncated_json_is_malformed() -> None:
 
 def test_non_utf8_bytes_are_malformed_and_kept_as_base64() -> None:
     garbage = b'\xff\xfe{"event_id": "\x80"}'
-    result = Table().one(garbage)
+    result = FedReferee().one(garbage)
     rejected(result, "malformed_json")
     assert result.rejection is not None
     assert result.rejection.raw_encoding == "base64"
@@ -62,7 +62,7 @@ def test_non_utf8_bytes_are_malformed_and_kept_as_base64() -> None:
 
 def test_invalid_utf8_inside_a_string_is_malformed_and_kept_as_base64() -> None:
     line = raw(started()).replace(b'"ann"', b'"\xe9ric"')
-    result = Table().one(line)
+    result = FedReferee().one(line)
     rejected(result, "malformed_json", "UTF-8")
     assert result.rejection is not None
     assert result.rejection.raw_encoding == "base64"
@@ -71,7 +71,7 @@ def test_invalid_utf8_inside_a_string_is_malformed_and_kept_as_base64() -> None:
 
 def test_utf8_raw_is_kept_as_text() -> None:
     line = raw(event("Passed", 2, round=1, player="zoë")).replace(b'"seq":2', b'"seq":"two"')
-    result = Table().one(line)
+    result = FedReferee().one(line)
     rejected(result, "schema_violation", "$.seq")
     assert result.rejection is not None
     assert result.rejection.raw_encoding == "utf-8"
@@ -128,7 +128,7 @@ SCHEMA_CASES: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
     "tile of three values": (played(3, "ann", [1, 2, 3]), ("$.tile",)),
     "tile value 19": (played(3, "ann", [1, 19]), ("$.tile",)),
     "tile value negative": (played(3, "ann", [-1, 2]), ("$.tile",)),
-    "round 0": (passed(3, "ann", round_no=0), ("$.round",)),
+    "round 0": (passed(3, "ann", round_number=0), ("$.round",)),
     "player missing": (_without(passed(3, "ann"), "player"), ("player",)),
     "hands not an object": ({**dealt(), "hands": [["ann", [1, 2]]]}, ("$.hands",)),
 }
@@ -136,25 +136,25 @@ SCHEMA_CASES: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
 
 @pytest.mark.parametrize(("data", "mentions"), list(SCHEMA_CASES.values()), ids=list(SCHEMA_CASES))
 def test_schema_violation_names_the_field(data: dict[str, Any], mentions: tuple[str, ...]) -> None:
-    result = Table().one(raw(data))
+    result = FedReferee().one(raw(data))
     rejected(result, "schema_violation", *mentions)
 
 
 def test_schema_violation_names_the_event_type() -> None:
-    result = Table().one(raw({**passed(3, "ann"), "round": "one"}))
+    result = FedReferee().one(raw({**passed(3, "ann"), "round": "one"}))
     rejected(result, "schema_violation", "Passed", "$.round")
 
 
 def test_a_json_value_that_is_not_an_object_is_a_schema_violation() -> None:
-    rejected(Table().one(b"[1, 2]"), "schema_violation", "object", "list")
+    rejected(FedReferee().one(b"[1, 2]"), "schema_violation", "object", "list")
 
 
 def test_an_event_without_type_is_a_schema_violation() -> None:
-    rejected(Table().one(raw(_without(started(), "type"))), "schema_violation", "'type'")
+    rejected(FedReferee().one(raw(_without(started(), "type"))), "schema_violation", "'type'")
 
 
 def test_a_schema_violation_keeps_the_readable_place() -> None:
-    result = Table().one(raw({**passed(3, "ann"), "player": 5}))
+    result = FedReferee().one(raw({**passed(3, "ann"), "player": 5}))
     rejected(result, "schema_violation", "$.player")
     assert result.rejection is not None
     assert (result.rejection.game_id, result.rejection.seq, result.rejection.event_id) == (
@@ -165,7 +165,7 @@ def test_a_schema_violation_keeps_the_readable_place() -> None:
 
 
 def test_an_unreadable_game_id_is_not_kept() -> None:
-    result = Table().one(raw(started(game_id="table 42")))
+    result = FedReferee().one(raw(started(game_id="table 42")))
     assert result.rejection is not None
     assert result.rejection.game_id is None
     assert result.rejection.seq == 1
@@ -175,18 +175,20 @@ def test_an_unreadable_game_id_is_not_kept() -> None:
 
 
 def test_unknown_type_names_the_type() -> None:
-    result = Table().one(raw(event("Shuffled", 3, round=1)))
+    result = FedReferee().one(raw(event("Shuffled", 3, round=1)))
     rejected(result, "unknown_type", "'Shuffled'", "TilePlayed")
     assert result.rejection is not None
     assert result.rejection.seq == 3
 
 
 def test_a_type_that_is_not_a_string_is_unknown() -> None:
-    rejected(Table().one(raw({**passed(3, "ann"), "type": 7})), "unknown_type", "7")
+    rejected(FedReferee().one(raw({**passed(3, "ann"), "type": 7})), "unknown_type", "7")
 
 
 def test_type_names_are_case_sensitive() -> None:
-    rejected(Table().one(raw({**passed(3, "ann"), "type": "passed"})), "unknown_type", "'passed'")
+    rejected(
+        FedReferee().one(raw({**passed(3, "ann"), "type": "passed"})), "unknown_type", "'passed'"
+    )
 
 
 # --- too_large --------------------------------------------------------------------------------
@@ -204,21 +206,21 @@ def _padded(size: int) -> bytes:
 
 def test_the_default_limit_is_64_kib() -> None:
     assert DEFAULT_MAX_EVENT_BYTES == 64 * 1024
-    at_limit = Table().one(_padded(64 * 1024))
+    at_limit = FedReferee().one(_padded(64 * 1024))
     assert at_limit.outcome is Outcome.APPLIED, at_limit.rejection
-    over = Table().one(_padded(64 * 1024 + 1))
+    over = FedReferee().one(_padded(64 * 1024 + 1))
     rejected(over, "too_large", str(64 * 1024 + 1), str(64 * 1024))
 
 
 def test_a_custom_limit() -> None:
     line = raw(started())
-    assert Table(max_event_bytes=len(line)).one(line).outcome is Outcome.APPLIED
-    rejected(Table(max_event_bytes=len(line) - 1).one(line), "too_large", str(len(line) - 1))
+    assert FedReferee(max_event_bytes=len(line)).one(line).outcome is Outcome.APPLIED
+    rejected(FedReferee(max_event_bytes=len(line) - 1).one(line), "too_large", str(len(line) - 1))
 
 
 def test_too_large_keeps_the_raw_bytes() -> None:
     line = b'{"event_id":"huge","pad":"' + b"x" * 70_000 + b'"}'
-    result = Table().one(line)
+    result = FedReferee().one(line)
     rejected(result, "too_large", "70028", "65536")
     assert result.rejection is not None
     assert result.rejection.raw.encode() == line
@@ -228,11 +230,11 @@ def test_too_large_keeps_the_raw_bytes() -> None:
 
 
 def test_unknown_game_names_the_game() -> None:
-    rejected(Table().one(raw(passed(2, "ann"))), "unknown_game", repr(GAME), "Passed")
+    rejected(FedReferee().one(raw(passed(2, "ann"))), "unknown_game", repr(GAME), "Passed")
 
 
 def test_an_unknown_game_stays_unknown_until_it_starts() -> None:
-    table = Table()
+    table = FedReferee()
     first, second, start = table.feed(passed(2, "ann"), passed(2, "ann"), started())
     rejected(first, "unknown_game")
     rejected(second, "unknown_game")  # it took no place, so it is not a duplicate either
@@ -243,7 +245,7 @@ def test_an_unknown_game_stays_unknown_until_it_starts() -> None:
 
 
 def test_a_second_game_started() -> None:
-    table = Table()
+    table = FedReferee()
     first, again = table.feed(started(), {**started(seq=2), "players": ["cid", "dee"]})
     assert first.outcome is Outcome.APPLIED
     rejected(again, "game_already_started", "already started")
@@ -306,7 +308,7 @@ BAD_DEALS: dict[str, tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]] = {
     ("rules", "deal", "mentions"), list(BAD_DEALS.values()), ids=list(BAD_DEALS)
 )
 def test_bad_deal(rules: dict[str, Any], deal: dict[str, Any], mentions: tuple[str, ...]) -> None:
-    table = Table()
+    table = FedReferee()
     table.one(raw(started(**rules)))
     result = table.one(raw(deal))
     rejected(result, "bad_deal", *mentions)
@@ -316,7 +318,7 @@ def test_bad_deal(rules: dict[str, Any], deal: dict[str, Any], mentions: tuple[s
 
 
 def test_a_deal_that_sleeps_tiles_is_fine() -> None:
-    table = Table()
+    table = FedReferee()
     table.one(raw(started(draw="none")))
     assert table.one(raw(dealt(boneyard=[]))).outcome is Outcome.APPLIED
 
@@ -330,7 +332,7 @@ def test_a_deal_that_sleeps_tiles_is_fine() -> None:
     ids=["pass", "play", "draw"],
 )
 def test_an_action_before_the_first_round(action: dict[str, Any]) -> None:
-    table = Table()
+    table = FedReferee()
     table.one(raw(started()))
     rejected(table.one(raw(action)), "round_not_started", action["type"], "RoundStarted")
 
@@ -339,32 +341,32 @@ def test_an_action_before_the_first_round(action: dict[str, Any]) -> None:
 
 
 def test_an_action_for_another_round() -> None:
-    rejected(in_round().one(raw(passed(3, "ann", round_no=2))), "wrong_round", "round 2", "1")
+    rejected(in_round().one(raw(passed(3, "ann", round_number=2))), "wrong_round", "round 2", "1")
 
 
 def test_a_round_started_while_a_round_is_in_play() -> None:
-    result = in_round().one(raw(dealt(seq=3, round_no=2)))
+    result = in_round().one(raw(dealt(seq=3, round_number=2)))
     rejected(result, "wrong_round", "round 1 is still in play", "round 2")
 
 
 def test_a_first_round_that_is_not_round_1() -> None:
-    table = Table()
+    table = FedReferee()
     table.one(raw(started()))
-    rejected(table.one(raw(dealt(round_no=2))), "wrong_round", "round 2", "expected round 1")
+    rejected(table.one(raw(dealt(round_number=2))), "wrong_round", "round 2", "expected round 1")
 
 
 def test_a_round_that_skips_ahead() -> None:
-    result = after_domino().one(raw(dealt(seq=4, round_no=3)))
+    result = after_domino().one(raw(dealt(seq=4, round_number=3)))
     rejected(result, "wrong_round", "round 3", "expected round 2")
 
 
 def test_a_round_started_again() -> None:
-    result = after_domino().one(raw(dealt(seq=4, round_no=1)))
+    result = after_domino().one(raw(dealt(seq=4, round_number=1)))
     rejected(result, "wrong_round", "round 1", "expected round 2")
 
 
 def test_an_action_for_the_next_round_before_it_starts() -> None:
-    result = after_domino().one(raw(passed(4, "bob", round_no=2)))
+    result = after_domino().one(raw(passed(4, "bob", round_number=2)))
     rejected(result, "wrong_round", "round 2")
 
 
@@ -381,7 +383,7 @@ def test_an_action_after_the_round_was_scored(action: dict[str, Any]) -> None:
 
 
 def test_an_action_after_a_declared_block() -> None:
-    table = Table()
+    table = FedReferee()
     table.feed(
         started(draw="none"),
         dealt(hands={"ann": [[6, 6], [1, 2]], "bob": [[3, 4], [0, 0]]}, boneyard=[]),
@@ -398,11 +400,11 @@ def test_an_action_after_a_declared_block() -> None:
 
 @pytest.mark.parametrize(
     "after",
-    [dealt(seq=4, round_no=2), passed(4, "bob"), played(4, "bob", [6, 5], end="left")],
+    [dealt(seq=4, round_number=2), passed(4, "bob"), played(4, "bob", [6, 5], end="left")],
     ids=["next round", "pass", "play"],
 )
 def test_anything_after_game_won(after: dict[str, Any]) -> None:
-    table = Table()
+    table = FedReferee()
     results = table.feed(
         started(target_score=1),
         dealt(hands={"ann": [[6, 6]], "bob": [[6, 5], [0, 0]]}),
@@ -422,7 +424,7 @@ def test_a_seq_that_skips_ahead() -> None:
 
 
 def test_game_started_must_have_seq_1() -> None:
-    result = Table().one(raw(started(seq=2)))
+    result = FedReferee().one(raw(started(seq=2)))
     rejected(result, "seq_gap", "seq 1", "2")
 
 
@@ -445,13 +447,13 @@ def test_the_same_event_id_with_other_content() -> None:
 
 
 def test_a_game_started_again_with_other_content() -> None:
-    table = Table()
+    table = FedReferee()
     table.one(raw(started()))
     rejected(table.one(raw(started(max_pip=9))), "seq_conflict", "seq 1")
 
 
 def test_event_ids_are_scoped_per_game() -> None:
-    table = Table()
+    table = FedReferee()
     first = table.one(raw(started(event_id="shared")))
     other = table.one(raw(started(game_id="table-43", event_id="shared")))
     assert (first.outcome, other.outcome) == (Outcome.APPLIED, Outcome.APPLIED)
@@ -463,7 +465,7 @@ def test_event_ids_are_scoped_per_game() -> None:
 def test_the_rejection_is_event_rejected_json_with_its_source() -> None:
     from referee.contracts.verdicts import encode_canonical
 
-    result = Table().one(raw(passed(2, "ann")))
+    result = FedReferee().one(raw(passed(2, "ann")))
     assert result.rejection is not None
     record = json.loads(encode_canonical(result.rejection))
     assert record["type"] == "EventRejected"
@@ -490,5 +492,5 @@ def test_the_rejection_is_event_rejected_json_with_its_source() -> None:
 def test_occurred_at_must_be_a_real_rfc3339_time(stamp: str) -> None:
     # EVENTS.md: `occurred_at` is an "RFC 3339 timestamp"; month 13, February 30, hour 25 and
     # minute 61 are not (RFC 3339 section 5.7). The wire pattern only checks the digits' shape.
-    result = Table().one(raw({**started(), "occurred_at": stamp}))
+    result = FedReferee().one(raw({**started(), "occurred_at": stamp}))
     rejected(result, "schema_violation", "occurred_at")

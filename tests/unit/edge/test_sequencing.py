@@ -12,7 +12,7 @@ from tests.unit.edge.edge_helpers import (
     AT,
     GAME,
     SOURCE,
-    Table,
+    FedReferee,
     dealt,
     drawn,
     event,
@@ -84,7 +84,7 @@ def test_a_duplicate_of_a_fouled_event_announces_nothing_again() -> None:
 
 
 def test_a_duplicate_of_an_event_that_ended_a_round_announces_nothing_again() -> None:
-    table = Table()
+    table = FedReferee()
     table.feed(started(), dealt(hands={"ann": [[6, 6]], "bob": [[6, 5], [0, 0]]}))
     first, again = table.feed(played(3, "ann", [6, 6]), played(3, "ann", [6, 6]))
     assert len(first.verdicts) == 1
@@ -122,7 +122,7 @@ def test_a_resent_event_with_a_new_event_id_is_a_conflict_not_a_duplicate() -> N
 
 
 def test_a_duplicate_game_started() -> None:
-    table = Table()
+    table = FedReferee()
     first, again = table.feed(started(), started())
     assert (first.outcome, again.outcome) == (Outcome.APPLIED, Outcome.DUPLICATE)
 
@@ -181,7 +181,7 @@ def test_a_schema_violation_with_an_unreadable_seq_takes_no_place() -> None:
 
 def test_a_judged_rejection_with_the_next_seq_takes_its_place() -> None:
     table = in_round()
-    bad = table.one(raw(passed(3, "ann", round_no=2)))
+    bad = table.one(raw(passed(3, "ann", round_number=2)))
     assert bad.rejection is not None
     assert bad.rejection.reason.value == "wrong_round"
     assert bad.took_place
@@ -204,7 +204,7 @@ def test_a_seq_conflict_takes_no_place() -> None:
 
 
 def test_an_event_for_an_unknown_game_takes_no_place() -> None:
-    table = Table()
+    table = FedReferee()
     ghost = table.one(raw(started(seq=1, game_id="ghost") | {"type": "Passed"}))
     assert not ghost.took_place
     assert table.one(raw(started(game_id="ghost"))).outcome is Outcome.APPLIED
@@ -249,7 +249,7 @@ def test_verdicts_carry_the_cause_and_an_input_derived_id() -> None:
 
 
 def test_verdict_ids_count_the_verdicts_of_one_event() -> None:
-    table = Table()
+    table = FedReferee()
     table.feed(started(target_score=1), dealt(hands={"ann": [[6, 6]], "bob": [[6, 5], [0, 0]]}))
     result = table.one(raw(played(3, "ann", [6, 6])))
     assert [v.verdict_id for v in result.verdicts] == [
@@ -270,7 +270,7 @@ def test_canonical_json_sorts_keys_without_spaces() -> None:
 
 
 def test_canonical_json_keeps_unicode_as_utf8() -> None:
-    table = Table()
+    table = FedReferee()
     table.one(raw(event("GameStarted", 1, players=["zoë", "bob"], rules={})))
     table.one(raw(dealt(hands={"zoë": [[6, 6]], "bob": [[6, 5]]}, leader="zoë")))
     (scored,) = table.one(raw(event("TilePlayed", 3, round=1, player="zoë", tile=[6, 6]))).verdicts
@@ -285,7 +285,7 @@ def test_canonical_json_keeps_unicode_as_utf8() -> None:
 
 
 def test_canonical_json_sorts_player_keys_not_seats() -> None:
-    table = Table()
+    table = FedReferee()
     table.one(raw(event("GameStarted", 1, players=["zed", "Amy", "bob"], rules={})))
     table.one(raw(dealt(hands={"zed": [[6, 6]], "Amy": [[6, 5]], "bob": [[1, 1]]}, leader="zed")))
     (scored,) = table.one(raw(event("TilePlayed", 3, round=1, player="zed", tile=[6, 6]))).verdicts
@@ -301,7 +301,7 @@ def test_occurred_at_is_copied_from_the_cause() -> None:
 
 
 def test_a_kafka_source_is_recorded() -> None:
-    result = Table().referee.process(
+    result = FedReferee().referee.process(
         raw(passed(2, "ann")), KafkaSource("domino.game-events", 3, 41)
     )
     assert result.rejection is not None
@@ -318,7 +318,7 @@ def test_a_kafka_source_is_recorded() -> None:
 
 
 def test_the_tally_counts_every_record_once() -> None:
-    table = Table()
+    table = FedReferee()
     table.feed(
         started(),  # GameStarted
         dealt(),  # RoundStarted
