@@ -93,6 +93,10 @@ _RFC3339 = re.compile(
 )
 _DAYS_IN_MONTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _REAL_DATES: set[str] = set()
+_CHECKED_MINUTES: set[str] = set()
+"""``YYYY-MM-DDTHH:MM`` prefixes (either case of ``T``) of timestamps found good: a real date,
+hour and minute."""
+_DIGITS = frozenset("0123456789")
 _REMEMBERED_DATES = 10_000
 
 
@@ -102,6 +106,16 @@ def is_rfc3339(value: str) -> bool:
     ``T`` and ``Z`` in either case, any number of fraction digits, a leap second ``60``,
     offsets within +-23:59 (RFC 3339 section 5.6).
     """
+    if len(value) == 20 and value[:16] in _CHECKED_MINUTES:
+        # The usual shape, "YYYY-MM-DDTHH:MM:SSZ", in a minute already checked: only the
+        # seconds (00-60, ASCII digits) and the zone remain.
+        return (
+            value[16] == ":"
+            and value[19] in "Zz"
+            and value[17] in "0123456"
+            and value[18] in _DIGITS
+            and value[17:19] <= "60"
+        )
     if _RFC3339.fullmatch(value) is None:
         return False
     # The pattern guarantees two ASCII digits in each field, so comparing the text compares
@@ -111,13 +125,16 @@ def is_rfc3339(value: str) -> bool:
     if value[-1] not in "Zz" and (value[-5:-3] > "23" or value[-2:] > "59"):
         return False
     date = value[:10]
-    if date in _REAL_DATES:
-        return True
-    if not _is_real_date(int(date[:4]), int(date[5:7]), int(date[8:10])):
-        return False
-    if len(_REAL_DATES) >= _REMEMBERED_DATES:
-        _REAL_DATES.clear()
-    _REAL_DATES.add(date)
+    if date not in _REAL_DATES:
+        if not _is_real_date(int(date[:4]), int(date[5:7]), int(date[8:10])):
+            return False
+        if len(_REAL_DATES) >= _REMEMBERED_DATES:
+            _REAL_DATES.clear()
+        _REAL_DATES.add(date)
+    if len(value) == 20:  # the usual shape: its minute is good for every second of it
+        if len(_CHECKED_MINUTES) >= _REMEMBERED_DATES:
+            _CHECKED_MINUTES.clear()
+        _CHECKED_MINUTES.add(value[:16])
     return True
 
 

@@ -74,24 +74,34 @@ def parse_event(raw: bytes, max_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> InputEv
 
 
 def _problem(event: InputEvent) -> str | None:
-    """Returns what the decoder cannot check about a decoded event, if anything is wrong."""
-    tag = event.__struct_config__.tag
-    if not _known_game_id(event.game_id):
+    """Returns what the decoder cannot check about a decoded event, if anything is wrong.
+
+    Written for the common case (an action of a known game, an ordinary timestamp): the
+    remembered ids and timestamp prefixes are looked up inline, and only new or unusual
+    values go through the full checks.
+    """
+    if event.game_id not in _VALID_GAME_IDS and not _known_game_id(event.game_id):
+        tag = event.__struct_config__.tag
         return f"{tag}: Expected `str` matching regex {GAME_ID_PATTERN!r} - at `$.game_id`"
     if not is_rfc3339(event.occurred_at):
+        tag = event.__struct_config__.tag
         return (
             f"{tag}: {event.occurred_at!r} is not an RFC 3339 date-time naming a real instant"
             " (section 5.6: a real date, hours 00-23, minutes 00-59, seconds 00-60, an"
             " offset within +-23:59) - at `$.occurred_at`"
         )
-    if has_control_character(event.event_id):
-        return f"{tag}: the event id {event.event_id!r} holds a control character - at `$.event_id`"
+    event_id = event.event_id
+    if not (event_id.isascii() and event_id.isprintable()) and has_control_character(event_id):
+        tag = event.__struct_config__.tag
+        return f"{tag}: the event id {event_id!r} holds a control character - at `$.event_id`"
     kind = type(event)
     if kind is TilePlayedWire or kind is TileDrawnWire or kind is PassedWire:
         player: str = event.player  # type: ignore[union-attr]
-        if not _clean_id(player):
-            return f"{tag}: the player id {player!r} holds a control character - at `$.player`"
-        return None
+        if player in _CLEAN_IDS or _clean_id(player):
+            return None
+        tag = event.__struct_config__.tag
+        return f"{tag}: the player id {player!r} holds a control character - at `$.player`"
+    tag = event.__struct_config__.tag
     if isinstance(event, RoundStartedWire):
         for player in event.hands:
             if not _clean_id(player):
