@@ -69,9 +69,11 @@ def _types_in(model: type[msgspec.Struct]) -> tuple[list[mi.StructType], list[ty
         elif isinstance(node, mi.DictType):
             walk(node.key_type)
             walk(node.value_type)
-        elif isinstance(node, (mi.ListType, mi.TupleType, mi.VarTupleType)):
-            for t in getattr(node, "item_types", None) or (node.item_type,):  # type: ignore[attr-defined]
+        elif isinstance(node, mi.TupleType):
+            for t in node.item_types:
                 walk(t)
+        elif isinstance(node, (mi.ListType, mi.VarTupleType)):
+            walk(node.item_type)
 
     walk(mi.type_info(model))
     return structs, enums

@@ -221,7 +221,10 @@ def _draft07(schema: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
         converted = _convert(definition)
         if shared.setdefault(name, converted) != converted:
             raise ValueError(f"two different schemas are both called {name}")
-    return _convert({k: v for k, v in schema.items() if k not in ("$schema", "$id", "$defs")})
+    body: dict[str, Any] = _convert(
+        {k: v for k, v in schema.items() if k not in ("$schema", "$id", "$defs")}
+    )
+    return body
 
 
 def _convert(node: Any) -> Any:
