@@ -88,7 +88,8 @@ ENV PATH="/app/.venv/bin:${PATH}" \
     PYTHONUNBUFFERED=1 \
     REFEREE_HTTP_HOST=0.0.0.0 \
     REFEREE_HTTP_PORT=8080 \
-    REFEREE_DATA_DIR=/tmp/referee
+    REFEREE_DATA_DIR=/tmp/referee \
+    REFEREE_BUILD_REVISION=${REVISION}
 
 WORKDIR /app
 COPY --from=builder --chown=root:root /app /app

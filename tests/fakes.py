@@ -185,11 +185,16 @@ class FakeRelayStore:
     )
     holder: FakeRelaySession | None = None
     """The session holding the relay lock."""
+    listeners: list[Callable[[], None]] = field(default_factory=list)
 
-    def add(self, outbox: str, key: bytes | None, body: bytes) -> int:
+    def add(self, outbox: str, key: bytes | None, body: bytes, *, notify: bool = True) -> int:
+        """Appends a row; a committed row notifies the listening relay (as NOTIFY does)."""
         rows = self.outboxes[outbox].rows
         position = len(rows) + 1
         rows.append(OutboxRow(position, key, body))
+        if notify:
+            for wake in list(self.listeners):
+                wake()
         return position
 
     @asynccontextmanager
@@ -233,6 +238,16 @@ class FakeRelaySession:
         self._alive()
         if self.store.holder is self:
             self.store.holder = None
+
+    async def listen(self, wake: Callable[[], None]) -> None:
+        self._alive()
+        self.store.listeners.append(wake)
+        self._wake = wake
+
+    async def unlisten(self) -> None:
+        wake = getattr(self, "_wake", None)
+        if wake is not None and wake in self.store.listeners:
+            self.store.listeners.remove(wake)
 
     async def checkpoint(self, outbox: str) -> int:
         self._alive()

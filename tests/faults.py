@@ -80,7 +80,7 @@ def fault_env(line: bytes) -> dict[str, str]:
 
 def install(chosen: TilePlayed) -> None:
     """Puts the faulty judge in the referee of this process."""
-    referee_module.judge = faulty_judge(chosen)  # type: ignore[assignment]
+    vars(referee_module)["judge"] = faulty_judge(chosen)
 
 
 def _end(value: str | None) -> End | None:

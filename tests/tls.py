@@ -11,6 +11,7 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 KEY_PASSWORD = "key-pass-123"
 CLIENT_CN = "referee-user"
@@ -87,7 +88,7 @@ class MutualTlsServer:
                 return
             try:
                 with self.context.wrap_socket(conn, server_side=True) as tls:
-                    peer = tls.getpeercert() or {}
+                    peer: Any = tls.getpeercert() or {}
                     for rdn in peer.get("subject", ()):
                         for key, value in rdn:
                             if key == "commonName":

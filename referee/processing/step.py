@@ -116,6 +116,11 @@ class _Judged:
 OnCommitted = Callable[[StepResult], None]
 """Called when a batch's transaction has committed (to wake the relay, count, commit offsets)."""
 
+StageObserver = Callable[[str, float], None]
+"""Told how long each stage of a batch took (stage name, seconds), for the breakdown:
+``decode`` (the edge), ``load`` (games and prints read, journal ids reserved), ``judge``,
+``rows``, ``wait`` (for the write before it), ``copy`` (fence and appends), ``commit``."""
+
 
 class ProcessingStep:
     """The unit of work of the referee, bound to one consumer group."""
@@ -128,12 +133,14 @@ class ProcessingStep:
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         cache_games: int = 100_000,
         on_committed: OnCommitted | None = None,
+        observe: StageObserver | None = None,
     ) -> None:
         self.store = store
         self.group_id = group_id
         self.referee = Referee(max_event_bytes)
         self.cache_games = cache_games
         self.on_committed = on_committed
+        self.observe: StageObserver = observe or _unobserved
         self._recency: OrderedDict[str, None] = OrderedDict()
         self._lock = asyncio.Lock()
         """Held while a batch is judged or settled; the rebalance listener waits for it."""
@@ -199,7 +206,9 @@ class ProcessingStep:
                 await self._settle()
                 self._report(await self._isolating(records))
                 return
+            waited = time.perf_counter()
             consumed = await self._settle(judged)
+            self.observe("wait", time.perf_counter() - waited)
             if judged is None:
                 self._report(StepResult(skipped=len(records)))  # all processed before
             elif not consumed:
@@ -239,9 +248,13 @@ class ProcessingStep:
         return False
 
     async def _write(self, judged: _Judged, *, announce: bool) -> None:
+        started = time.perf_counter()
         async with self.store.transaction() as tx:
             await self._fence(tx, judged.expected)
             await tx.append(judged.rows)
+            copied = time.perf_counter()
+        self.observe("copy", copied - started)
+        self.observe("commit", time.perf_counter() - copied)
         if announce and self.on_committed is not None:
             # at once: the relay publishes (and metrics count) without waiting for the
             # next batch; the cache is settled later, under the lock
@@ -326,20 +339,28 @@ class ProcessingStep:
             return None
         result = StepResult(skipped=len(records) - len(fresh), transactions=1)
         referee = self.referee
+        decoding = time.perf_counter()
         parsed = [referee.parse(r.raw) for r in fresh]
+        self.observe("decode", time.perf_counter() - decoding)
         touched = {g for p in parsed if (g := p.game_id) is not None}
         counted = referee.tally.copy()
         expected = {(r.topic, r.partition): positions[r.topic, r.partition] for r in fresh}
         try:
+            started = time.perf_counter()
             async with self.store.transaction() as tx:
                 await self._load(tx, parsed, touched)
                 ids = await tx.reserve_journal_ids(len(fresh))
+            loaded = time.perf_counter()
             processed = result.processed
             for i, (record, event) in enumerate(zip(fresh, parsed, strict=True)):
                 processed.append((record, referee.apply(record.raw, record.source, event)))
                 if i % YIELD_EVERY == YIELD_EVERY - 1:
                     await asyncio.sleep(0)
+            judged = time.perf_counter()
             rows = self._rows(processed, ids)
+            self.observe("load", loaded - started)
+            self.observe("judge", judged - loaded)
+            self.observe("rows", time.perf_counter() - judged)
         except BaseException:
             self._evict(touched)
             referee.tally = counted
@@ -486,6 +507,10 @@ class ProcessingStep:
                 games.pop(oldest, None)
         for g in kept:
             recency[g] = None
+
+
+def _unobserved(stage: str, seconds: float) -> None:
+    """Observes nothing (no breakdown asked for)."""
 
 
 def _last_offsets(result: StepResult) -> dict[Partition, int]:

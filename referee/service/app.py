@@ -64,6 +64,7 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         settings.group_id,
         max_event_bytes=settings.max_event_bytes,
         cache_games=settings.cache_games,
+        observe=metrics.observe_stage,
     )
     # The publishers describe the output topics in the AsyncAPI document; the relay publishes
     # through its own transactional producer (relay_producer), not through them.

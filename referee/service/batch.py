@@ -26,6 +26,7 @@ class BatchHandler:
         self.backoff = Backoff(first=0.5, most=10.0)
         self._offsets_dirty = False
         self._offsets_task: asyncio.Task[None] | None = None
+        self._returned_at: float | None = None
 
     async def __call__(self, records: tuple[ConsumerRecord[bytes, bytes], ...]) -> None:
         """Submits one batch: judged now, written once the batch before it has committed."""
@@ -44,8 +45,10 @@ class BatchHandler:
         if not batch:
             return
         service = self.service
+        if self._returned_at is not None:  # waiting for this batch, idle time included
+            service.metrics.observe_stage("fetch_wait", time.perf_counter() - self._returned_at)
         try:
-            await service.step.submit(batch)
+            await self._submit(batch)
         except PositionMoved as moved:
             log.warning("partition moved on; re-seeking", extra={"detail": str(moved)})
             self._reseek()
@@ -62,6 +65,16 @@ class BatchHandler:
             return
         self.backoff.succeeded()
 
+    async def _submit(self, batch: list[InputRecord]) -> None:
+        step = self.service.step
+        try:
+            if self.service.settings.pipeline:
+                await step.submit(batch)
+            else:
+                self.committed(await step.process(batch))
+        finally:
+            self._returned_at = time.perf_counter()
+
     def committed(self, result: StepResult) -> None:
         """Called by the step when a batch's transaction has committed."""
         service = self.service
@@ -74,7 +87,7 @@ class BatchHandler:
         for record, processed in result.processed:
             if processed.verdicts and record.timestamp_ms is not None:
                 metrics.event_to_verdict.observe(max(now - record.timestamp_ms / 1000, 0.0))
-        service.relay.wake.set()
+        service.relay.notify()
         self._commit_offsets()
 
     def _reseek(self) -> None:
@@ -108,8 +121,10 @@ class BatchHandler:
             }
             if not offsets:
                 continue
+            started = time.perf_counter()
             try:
                 await consumer.commit(offsets)
+                service.metrics.observe_stage("offset_commit", time.perf_counter() - started)
             except Exception as exc:  # noqa: BLE001 - lag monitoring only: never fatal
                 log.info(
                     "kafka offsets not committed (lag monitoring only)", extra={"error": str(exc)}

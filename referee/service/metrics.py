@@ -92,6 +92,15 @@ class Metrics:
             "Unix time at which a batch last committed.",
             registry=r,
         )
+        self.stage_seconds = Histogram(
+            "referee_stage_seconds",
+            "Time of each stage of the live path, per batch or per relay pump: decode, load, "
+            "judge, rows, wait, copy, commit (the step); fetch_wait, offset_commit (the "
+            "consumer); relay_wake, relay_read, relay_send, relay_commit (the relay).",
+            ["stage"],
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+            registry=r,
+        )
         self.rebalances = Counter(
             "referee_rebalances",
             "Rebalances of the consumer group that moved partitions to or from this instance.",
@@ -157,6 +166,10 @@ class Metrics:
         for topic in topics:
             self.published.labels(topic)
         self.relay_leader.set(0)
+
+    def observe_stage(self, stage: str, seconds: float) -> None:
+        """Records how long one stage of the live path took."""
+        self.stage_seconds.labels(stage).observe(seconds)
 
     def forget_partition(self, topic: str, partition: int) -> None:
         """Drops the series of a partition this instance no longer owns."""

@@ -82,6 +82,12 @@ class RelaySession(Protocol):
     async def release(self) -> None:
         """Gives the relay lock back."""
 
+    async def listen(self, wake: Callable[[], None]) -> None:
+        """Calls ``wake`` whenever new outbox rows commit (from any instance)."""
+
+    async def unlisten(self) -> None:
+        """Stops calling it."""
+
     async def checkpoint(self, outbox: str) -> int:
         """Returns how far the outbox is known to be published (0: nothing known)."""
 
@@ -243,7 +249,7 @@ class OutboxRelay:
         metrics: Metrics,
         *,
         batch: int = 2000,
-        poll_seconds: float = 0.05,
+        poll_seconds: float = 1.0,
         checkpoint_every: int = 5000,
     ) -> None:
         self.store = store
@@ -257,6 +263,8 @@ class OutboxRelay:
         self.leading = False
         self.in_transaction = False
         self.wake = asyncio.Event()
+        self.woken_at = 0.0
+        """When the relay was last woken (a commit's notification, or this instance's step)."""
         self.alive_at = time.monotonic()
         """When the relay's loop last came round (for /livez): a pump, an idle wait, or an
         attempt at the lead."""
@@ -282,6 +290,11 @@ class OutboxRelay:
                 await _sleep_unless(stopping, backoff)
                 backoff = min(backoff * 2, 10.0)
 
+    def notify(self) -> None:
+        """Wakes the relay: outbox rows were committed."""
+        self.woken_at = time.perf_counter()
+        self.wake.set()
+
     async def backlog(self) -> dict[str, Backlog]:
         """Returns each outbox's rows past what this relay published (empty unless it leads)."""
         if not self.leading:
@@ -306,6 +319,8 @@ class OutboxRelay:
                 # read next hold every record that will ever be committed before ours.
                 await asyncio.wait_for(producer.start(), START_SECONDS)
                 log.info("relay leads: publishing the outboxes")
+                # Woken by every commit of outbox rows; the poll is only a safety net.
+                await session.listen(self.notify)
                 await self._lead(session, producer, stopping)
             finally:
                 self.leading = False
@@ -315,6 +330,7 @@ class OutboxRelay:
                 # abort it anyway, but until then it holds back read_committed readers.
                 await self._close(producer)
                 try:
+                    await session.unlisten()
                     await session.release()
                 except Exception:
                     log.warning("relay lock not released; its session is closed", exc_info=True)
@@ -346,6 +362,8 @@ class OutboxRelay:
                 self.wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
+                if self.wake.is_set() and self.woken_at:
+                    self.metrics.observe_stage("relay_wake", time.perf_counter() - self.woken_at)
             else:
                 await self._checkpoint(session, progress, force=False)
         await self._checkpoint(session, progress, force=True)
@@ -366,9 +384,11 @@ class OutboxRelay:
         outbox: Outbox,
         state: _Progress,
     ) -> int:
+        reading = time.perf_counter()
         rows = await session.rows_after(outbox.name, state.cursor, self.batch)
         if not rows:
             return 0
+        self.metrics.observe_stage("relay_read", time.perf_counter() - reading)
         todo: list[tuple[int, OutboxRow]] = []
         for row in rows:
             partition = partition_for(row.key, state.partitions, row.position)
@@ -376,6 +396,7 @@ class OutboxRelay:
                 continue  # already on the topic (found in its tail on resume)
             todo.append((partition, row))
         if todo:
+            sending = time.perf_counter()
             await producer.begin_transaction()
             self.in_transaction = True
             futures = []
@@ -392,7 +413,10 @@ class OutboxRelay:
             # Every record must be on the broker before the commit: a commit after a
             # failed send would make the rest visible with a gap in the outbox.
             await asyncio.gather(*futures)
+            sent = time.perf_counter()
             await producer.commit_transaction()
+            self.metrics.observe_stage("relay_send", sent - sending)
+            self.metrics.observe_stage("relay_commit", time.perf_counter() - sent)
             self.in_transaction = False
             self.metrics.relay_transactions.labels("committed").inc()
         for partition, row in todo:

@@ -144,6 +144,11 @@ class Settings(BaseSettings):
         "instance. Turn it off where instances can outnumber the partitions (autoscaling, a "
         "surge pod in a rolling update): an instance with no partition is healthy but idle.",
     )
+    pipeline: bool = Field(
+        default=True,
+        description="Judge each batch while the batch before it commits (docs/design.md, "
+        "Pipelining); off, every batch is judged and written before the next is fetched.",
+    )
     liveness_stall_seconds: float = Field(
         default=120.0,
         ge=1.0,

@@ -18,3 +18,8 @@ RELAY_LOCK = 0x5245_4C41_59  # "RELAY"
 def position_lock_name(group_id: str, topic: str, partition: int) -> str:
     """Returns the text whose hash keys the transaction lock of one consumer position."""
     return f"{group_id}\x1f{topic}\x1f{partition}"
+
+
+OUTBOX_CHANNEL = "referee_outbox"
+"""The notification channel a writer of outbox rows notifies; the leading relay listens, so it
+wakes at the commit it must publish, whichever instance committed."""

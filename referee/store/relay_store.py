@@ -8,14 +8,14 @@ the outbox rows past its cursor, in position order, and appends its checkpoints.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from referee.store.locks import RELAY_LOCK
+from referee.store.locks import OUTBOX_CHANNEL, RELAY_LOCK
 
 OUTBOX_KEYS = {"verdicts": "game_id", "dead_letters": "key"}
 """The outbox tables, and the column each record's Kafka key is taken from."""
@@ -72,6 +72,29 @@ class PostgresRelaySession:
 
     def __init__(self, conn: AsyncConnection) -> None:
         self.conn = conn
+        self._listener: Callable[..., None] | None = None
+
+    async def listen(self, wake: Callable[[], None]) -> None:
+        """Calls ``wake`` whenever a transaction that wrote outbox rows commits."""
+
+        def notified(*_: object) -> None:
+            wake()
+
+        await (await self._driver()).add_listener(OUTBOX_CHANNEL, notified)
+        self._listener = notified
+
+    async def unlisten(self) -> None:
+        """Stops listening (before the session goes back to the pool)."""
+        if self._listener is not None:
+            await (await self._driver()).remove_listener(OUTBOX_CHANNEL, self._listener)
+            self._listener = None
+
+    async def _driver(self) -> Any:
+        """The asyncpg connection under the session (notifications are asyncpg's)."""
+        driver = (await self.conn.get_raw_connection()).driver_connection
+        if driver is None:
+            raise RuntimeError("the relay's session has no connection")
+        return driver
 
     async def try_lead(self) -> bool:
         """Takes the relay lock if no other session holds it; names the session if so."""

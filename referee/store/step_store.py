@@ -14,7 +14,7 @@ from sqlalchemy import select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from referee.store.errors import is_outage
-from referee.store.locks import OUTBOX_LOCK, position_lock_name
+from referee.store.locks import OUTBOX_CHANNEL, OUTBOX_LOCK, position_lock_name
 from referee.store.rows import (
     DEAD_LETTER_COLUMNS,
     JOURNAL_COLUMNS,
@@ -138,6 +138,10 @@ class PostgresStepTransaction:
         """
         raw = await self.conn.get_raw_connection()
         driver: Any = raw.driver_connection
+        # SQLAlchemy's asyncpg adapter begins the transaction at its first statement (the
+        # fence, in the step); driver calls before it would commit on their own.
+        if not driver.is_in_transaction():
+            raise RuntimeError("append needs the transaction begun by a statement first")
         plain: tuple[tuple[str, tuple[str, ...], list[Any]], ...] = (
             ("journal", JOURNAL_COLUMNS, rows.journal),
             ("game_versions", VERSION_COLUMNS, rows.versions),
@@ -148,7 +152,11 @@ class PostgresStepTransaction:
                 await driver.copy_records_to_table(table, records=records, columns=columns)
         if not rows.verdicts and not rows.dead_letters:
             return
-        await driver.execute("SELECT pg_advisory_xact_lock($1)", OUTBOX_LOCK)
+        # One round trip: the writers' lock, and a notification the relay receives when this
+        # transaction commits (PostgreSQL delivers NOTIFY at commit, never before).
+        await driver.execute(
+            "SELECT pg_advisory_xact_lock($1), pg_notify($2, '')", OUTBOX_LOCK, OUTBOX_CHANNEL
+        )
         outboxes: tuple[tuple[str, tuple[str, ...], list[Any]], ...] = (
             ("verdicts", VERDICT_COLUMNS, rows.verdicts),
             ("dead_letters", DEAD_LETTER_COLUMNS, rows.dead_letters),

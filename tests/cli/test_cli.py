@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,7 +186,7 @@ def test_simulate_with_default_rules(tmp_path: Path) -> None:
     assert all(e["rules"] == {} for e in starts)
 
 
-def _starts(log: Path) -> list[dict[str, object]]:
+def _starts(log: Path) -> list[dict[str, Any]]:
     events = [json.loads(line) for line in log.read_bytes().splitlines()]
     return [e for e in events if e["type"] == "GameStarted"]
 
@@ -224,7 +225,7 @@ def test_simulate_edition1_rules_are_edition_1s_random_rules(tmp_path: Path) -> 
     edition2 = {"layout", "scoring", "play_scoring", "rounds", "block_winner", "boneyard_reserve"}
     starts = _starts(log)
     assert any(e["rules"] for e in starts)
-    assert all(not edition2 & set(e["rules"]) and "teams" not in e for e in starts)  # type: ignore[arg-type]
+    assert all(not edition2 & set(e["rules"]) and "teams" not in e for e in starts)
 
 
 def test_simulate_keyed_prefixes_the_game_id_and_a_tab(tmp_path: Path) -> None:

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deploy_helpers import CI_VALUES, Renderer, helm_binary, promtool_binary, render_chart
+
+from tests.deploy.deploy_helpers import (
+    CI_VALUES,
+    Renderer,
+    helm_binary,
+    promtool_binary,
+    render_chart,
+)
 
 
 @pytest.fixture(scope="session")

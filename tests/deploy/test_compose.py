@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from deploy_helpers import COMPOSE
+
+from tests.deploy.deploy_helpers import COMPOSE
 
 TOPICS = {"domino.game-events", "domino.referee-verdicts", "domino.game-events.dlq"}
 
 
 def compose() -> dict[str, Any]:
-    return yaml.safe_load(COMPOSE.read_text())
+    loaded: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+    return loaded
 
 
 def test_compose_spec_schema() -> None:

@@ -16,8 +16,9 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from deploy_helpers import CHART, SCHEMAS
-from metrics_contract import METRICS, referenced_names, unknown_labels, unknown_names
+
+from tests.deploy.deploy_helpers import CHART, SCHEMAS
+from tests.deploy.metrics_contract import METRICS, referenced_names, unknown_labels, unknown_names
 
 DASHBOARD = CHART / "dashboards" / "referee.json"
 

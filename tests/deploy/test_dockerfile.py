@@ -6,7 +6,7 @@ import json
 import re
 import tomllib
 
-from deploy_helpers import DOCKERFILE, ROOT
+from tests.deploy.deploy_helpers import DOCKERFILE, ROOT
 
 
 def instructions() -> list[tuple[str, str]]:

@@ -19,7 +19,8 @@ import kubernetes_validate
 import kubernetes_validate.utils
 import pytest
 import yaml
-from deploy_helpers import (
+
+from tests.deploy.deploy_helpers import (
     CHART,
     CI_VALUES,
     KUBE_VERSION,

@@ -14,7 +14,8 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from deploy_helpers import (
+
+from tests.deploy.deploy_helpers import (
     CHART,
     CI_VALUES,
     HelmError,

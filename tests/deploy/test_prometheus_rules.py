@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 import yaml
-from deploy_helpers import CHART, ROOT, Renderer
-from metrics_contract import unknown_labels, unknown_names
+
+from tests.deploy.deploy_helpers import CHART, ROOT, Renderer
+from tests.deploy.metrics_contract import unknown_labels, unknown_names
 
 ALL = CHART / "ci" / "all-features-values.yaml"
 HPA = CHART / "ci" / "hpa-values.yaml"

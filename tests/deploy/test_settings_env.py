@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
-from deploy_helpers import (
+
+from tests.deploy.deploy_helpers import (
     CI_VALUES,
     COMPOSE,
     DOCKERFILE,

@@ -29,8 +29,8 @@ from tests.hostile import build
 from tests.integration.conftest import fetch
 from tests.integration.kafka.checks import assert_same_verdicts, stored_verdicts
 from tests.integration.kafka.conftest import close_stack, open_stack
-from tests.integration.kafka.kafkatools import drain, produce
 from tests.integration.kafka.test_service import wait_ready
+from tools.testkit.kafkatools import drain, produce
 
 HERE = Path(__file__).resolve().parent
 NAMES = sorted(build.LOGS)

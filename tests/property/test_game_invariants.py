@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -182,7 +183,7 @@ def games(draw: st.DrawFn) -> tuple[Rules, int, bool]:
     """Random rules of any family, a number of players, and whether they play in teams."""
     layout = draw(st.sampled_from(list(Layout)))
     trains = layout is Layout.TRAINS
-    options: dict[str, object] = {
+    options: dict[str, Any] = {
         "max_pip": draw(st.sampled_from((6, 9, 12) if trains else (6, 9))),
         "draw": draw(st.sampled_from(list(DrawRule))),
         "draw_while_able": draw(st.sampled_from(list(DrawWhileAble))),

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,11 @@ from tests.integration.conftest import (
 from tests.integration.kafka.conftest import Stack, bootstrap, close_stack, open_stack
 
 __all__ = ["admin_url", "bootstrap", "empty_database", "migrated_database"]
+
+MakeStack = Callable[..., Any]
+"""``await make_stack(partitions=4)``: an isolated stack (database and topics)."""
+Simulated = Callable[..., Path]
+"""``simulated(games, seed, *extra)``: a cached ``referee simulate`` log."""
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 
 from tests.integration.kafka.checks import by_game
 from tests.integration.kafka.conftest import ROOT, Replay, Stack, replay_in_memory
-from tests.integration.kafka.kafkatools import drain, keyed_lines, produce
+from tools.testkit.kafkatools import drain, keyed_lines, produce
 
 SOAK = os.environ.get("REFEREE_SOAK") == "1"
 

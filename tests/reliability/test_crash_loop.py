@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines, produce
+from tests.reliability.conftest import MakeStack, Simulated
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -27,6 +27,7 @@ from tests.reliability.harness import (
     spread,
     verify,
 )
+from tools.testkit.kafkatools import keyed_lines, produce
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 
@@ -34,7 +35,9 @@ KILLS = 80 if SOAK else 25
 GAMES = 2800 if SOAK else 930  # about 109 events a game: >= 100,000 events in the short form
 
 
-async def test_crash_loop_sigkill_at_random_moments(make_stack, simulated, tmp_path: Path) -> None:
+async def test_crash_loop_sigkill_at_random_moments(
+    make_stack: MakeStack, simulated: Simulated, tmp_path: Path
+) -> None:
     stack = await make_stack(partitions=4)
     log = simulated(
         GAMES, 11, "--foul-rate", "0.02", "--bad-rate", "0.005", "--duplicate-rate", "0.005"

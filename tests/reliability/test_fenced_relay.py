@@ -35,7 +35,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from referee.service.relay import partition_ids
 from referee.store.locks import RELAY_LOCK
 from tests.integration.conftest import relay_lock_holders
-from tests.integration.kafka.kafkatools import drain, keyed_lines
+from tests.reliability.conftest import MakeStack, Simulated
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -45,6 +45,7 @@ from tests.reliability.harness import (
     produce_paced,
     verify,
 )
+from tools.testkit.kafkatools import drain, keyed_lines
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 
@@ -149,7 +150,7 @@ async def fence_at_once(
 
 
 async def test_severed_relay_leader_publishes_nothing_twice(
-    make_stack, simulated, tmp_path: Path
+    make_stack: MakeStack, simulated: Simulated, tmp_path: Path
 ) -> None:
     stack = await make_stack(partitions=4)
     log = simulated(GAMES, 23, "--foul-rate", "0.02", "--bad-rate", "0.005")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines
+from tests.reliability.conftest import MakeStack, Simulated
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -30,6 +30,7 @@ from tests.reliability.harness import (
     replay,
     verify,
 )
+from tools.testkit.kafkatools import keyed_lines
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 
@@ -98,7 +99,7 @@ def poison(clean: list[bytes], rng: random.Random) -> tuple[list[bytes], Counter
 
 
 async def test_poison_input_reaches_the_dlq_or_is_counted(
-    make_stack, simulated, tmp_path: Path
+    make_stack: MakeStack, simulated: Simulated, tmp_path: Path
 ) -> None:
     stack = await make_stack(partitions=4)
     clean_log = simulated(GAMES, 41)

@@ -28,9 +28,9 @@ from referee.processing.replay import replay as replay_log
 from tests.faults import chosen_play, fault_env, faulty_judge, play_of
 from tests.integration.conftest import fetch
 from tests.integration.kafka.conftest import Replay, Stack
-from tests.integration.kafka.kafkatools import keyed_lines, produce
 from tests.integration.kafka.test_service import http_get, wait_ready
 from tests.reliability.harness import SOAK, Figures, verify
+from tools.testkit.kafkatools import keyed_lines, produce
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 
@@ -39,14 +39,15 @@ GAMES = 600 if SOAK else 150
 
 def in_memory_with(log: Path, line: bytes | None) -> Replay:
     """``referee replay`` in this process, with the faulty judge when ``line`` is given."""
-    saved = referee_module.judge
+    names = vars(referee_module)
+    saved = names["judge"]
     if line is not None:
-        referee_module.judge = faulty_judge(play_of(line))  # type: ignore[assignment]
+        names["judge"] = faulty_judge(play_of(line))
     try:
         verdicts, rejected, summary = io.BytesIO(), io.BytesIO(), None
         summary = replay_log(log, verdicts, rejected, workers=1)
     finally:
-        referee_module.judge = saved  # type: ignore[assignment]
+        names["judge"] = saved
     return Replay(
         [v.decode() for v in verdicts.getvalue().splitlines()],
         [json.loads(r) for r in rejected.getvalue().splitlines()],

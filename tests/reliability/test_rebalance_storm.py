@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines
+from tests.reliability.conftest import MakeStack, Simulated
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -28,6 +28,7 @@ from tests.reliability.harness import (
     produce_paced,
     verify,
 )
+from tools.testkit.kafkatools import keyed_lines
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 
@@ -35,7 +36,7 @@ STORM_SECONDS = 180 if SOAK else 40
 GAMES = 1800 if SOAK else 400
 
 
-async def test_rebalance_storm(make_stack, simulated, tmp_path: Path) -> None:
+async def test_rebalance_storm(make_stack: MakeStack, simulated: Simulated, tmp_path: Path) -> None:
     stack = await make_stack(partitions=6)
     log = simulated(GAMES, 31, "--bad-rate", "0.005", "--duplicate-rate", "0.005")
     records = keyed_lines(log)

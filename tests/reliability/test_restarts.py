@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines, produce
+from tests.reliability.conftest import MakeStack, Simulated
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -25,13 +25,16 @@ from tests.reliability.harness import (
     restart_service,
     verify,
 )
+from tools.testkit.kafkatools import keyed_lines, produce
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 
 GAMES = 1500 if SOAK else 320  # about 35,000 events in the short form
 
 
-async def test_broker_restart_mid_stream(make_stack, simulated, tmp_path: Path) -> None:
+async def test_broker_restart_mid_stream(
+    make_stack: MakeStack, simulated: Simulated, tmp_path: Path
+) -> None:
     stack = await make_stack(partitions=4)
     log = simulated(GAMES, 21, "--bad-rate", "0.005", "--duplicate-rate", "0.005")
     records = keyed_lines(log)
@@ -70,7 +73,9 @@ async def test_broker_restart_mid_stream(make_stack, simulated, tmp_path: Path) 
         figures.emit()
 
 
-async def test_postgres_restart_mid_stream(make_stack, simulated, tmp_path: Path) -> None:
+async def test_postgres_restart_mid_stream(
+    make_stack: MakeStack, simulated: Simulated, tmp_path: Path
+) -> None:
     stack = await make_stack(partitions=4)
     log = simulated(GAMES, 22, "--bad-rate", "0.005", "--duplicate-rate", "0.005")
     records = keyed_lines(log)

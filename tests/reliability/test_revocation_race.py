@@ -25,6 +25,7 @@ from referee.processing.step import InputRecord, ProcessingStep
 from referee.store.database import create_engine
 from referee.store.step_store import PostgresStepStore, PostgresStepTransaction
 from tests.integration.conftest import fetch
+from tests.reliability.conftest import Simulated
 
 pytestmark = [pytest.mark.reliability, pytest.mark.postgres]
 
@@ -66,7 +67,7 @@ async def outcomes(url: str, first: int, last: int) -> list[tuple[int, str, str 
 
 
 async def test_revocation_while_a_batch_reads_prints_commits_no_misjudgement(
-    migrated_database: str, simulated, monkeypatch: pytest.MonkeyPatch
+    migrated_database: str, simulated: Simulated, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     records = records_of_one_game(simulated(20, 61, "--foul-rate", "0"))
     assert len(records) >= 30
@@ -96,7 +97,7 @@ async def test_revocation_while_a_batch_reads_prints_commits_no_misjudgement(
 
 
 async def test_revoked_partition_leaves_no_stale_game_in_the_cache(
-    migrated_database: str, simulated, monkeypatch: pytest.MonkeyPatch
+    migrated_database: str, simulated: Simulated, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     records = records_of_one_game(simulated(20, 61, "--foul-rate", "0"))
     assert len(records) >= 40

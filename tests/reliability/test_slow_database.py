@@ -16,7 +16,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.integration.kafka.kafkatools import keyed_lines
+from tests.reliability.conftest import MakeStack, Simulated
 from tests.reliability.harness import (
     SOAK,
     Figures,
@@ -27,6 +27,7 @@ from tests.reliability.harness import (
     rss_mb,
     verify,
 )
+from tools.testkit.kafkatools import keyed_lines
 
 pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 
@@ -44,7 +45,9 @@ FOR EACH STATEMENT EXECUTE FUNCTION reliability_slow_commit();
 """
 
 
-async def test_slow_database_applies_back_pressure(make_stack, simulated, tmp_path: Path) -> None:
+async def test_slow_database_applies_back_pressure(
+    make_stack: MakeStack, simulated: Simulated, tmp_path: Path
+) -> None:
     stack = await make_stack(partitions=4)
     log = simulated(GAMES, 51, "--bad-rate", "0.005", "--duplicate-rate", "0.005")
     records = keyed_lines(log)

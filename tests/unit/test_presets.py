@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,12 +12,13 @@ from referee.contracts.parse import parse_event
 from referee.contracts.rejection import FileSource
 from referee.contracts.wire import GameStartedWire
 from referee.domain.rules import DrawRule, Layout, PlayScoring, Rules, Scoring
-from referee.processing.referee import Outcome, Referee
+from referee.processing.outcome import Outcome
+from referee.processing.referee import Referee
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "presets.md"
 SAMPLES = re.findall(r"^## (.+?)\n.*?```json\n(.+?)\n```", PAGE.read_text(), re.S | re.M)
 
-EXPECTED = {
+EXPECTED: dict[str, dict[str, Any]] = {
     "Block": {"draw": DrawRule.NONE},
     "Draw": {"draw": DrawRule.UNTIL_PLAYABLE, "layout": Layout.LINE},
     "Muggins": {"layout": Layout.LINE, "play_scoring": PlayScoring.FIVES},

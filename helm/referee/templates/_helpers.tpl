@@ -170,6 +170,11 @@ REFEREE_HTTP_HOST: "0.0.0.0"
 REFEREE_HTTP_PORT: {{ .Values.config.httpPort | toString | quote }}
 REFEREE_LOG_LEVEL: {{ .Values.config.logLevel | quote }}
 REFEREE_READY_REQUIRES_PARTITION: {{ include "referee.readyRequiresPartition" . | quote }}
+REFEREE_PIPELINE: {{ .Values.config.pipeline | toString | quote }}
+REFEREE_LIVENESS_STALL_SECONDS: {{ .Values.config.livenessStallSeconds | toString | quote }}
+{{- with .Values.config.buildRevision }}
+REFEREE_BUILD_REVISION: {{ . | quote }}
+{{- end }}
 {{- end }}
 
 {{/*

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import _require, create_database, drop_database
-from tests.integration.kafka.kafkatools import Topics, create_topics, free_port, serve
+from tools.testkit.kafkatools import Topics, create_topics, free_port, serve
 
 ROOT = Path(__file__).resolve().parents[3]
 

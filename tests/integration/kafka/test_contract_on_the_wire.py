@@ -22,7 +22,7 @@ from referee.contracts.examples import TABLE_42
 from referee.service.asyncapi import asyncapi_document
 from tests.integration.conftest import execute
 from tests.integration.kafka.conftest import Stack, close_stack, open_stack
-from tests.integration.kafka.kafkatools import drain, produce
+from tools.testkit.kafkatools import drain, produce
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 
@@ -80,10 +80,10 @@ async def test_serve_keeps_the_asyncapi_contract_as_the_least_privileged_login(
     for partition, _, record_key, value, headers in verdicts:
         message = message_of(doc, json.loads(value)["type"])
         validator(doc, message["payload"]["$ref"]).validate(json.loads(value))
+        assert record_key == key
         validator(doc, message["bindings"]["kafka"]["key"]["$ref"]).validate(record_key.decode())
         shown = {k: v.decode("ascii") for k, v in headers.items()}
         validator(doc, message["headers"]["$ref"]).validate(shown)
-        assert record_key == key
         assert partition == input_partition  # co-partitioned with the input
         positions.append(int(shown["outbox-position"]))
     assert positions == sorted(positions)
@@ -95,11 +95,11 @@ async def test_serve_keeps_the_asyncapi_contract_as_the_least_privileged_login(
     for (partition, _, record_key, value, headers), want in zip(dead, expected, strict=True):
         got = json.loads(value)
         validator(doc, message["payload"]["$ref"]).validate(got)
+        assert record_key == key  # the input key, as received
         validator(doc, message["bindings"]["kafka"]["key"]["$ref"]).validate(record_key.decode())
         validator(doc, message["headers"]["$ref"]).validate(
             {k: v.decode("ascii") for k, v in headers.items()}
         )
-        assert record_key == key  # the input key, as received
         assert partition == input_partition
         assert got["source"]["topic"] == stack.topics.input
         assert got["source"]["partition"] == input_partition

@@ -6,14 +6,16 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import asyncpg
 import pytest
 
 from tests.integration.conftest import _plain
 from tests.integration.kafka.conftest import Stack
-from tests.integration.kafka.kafkatools import keyed_lines, produce
 from tests.integration.kafka.test_service import http_get, wait_ready
+from tools.testkit.kafkatools import keyed_lines, produce
 
 pytestmark = pytest.mark.kafka
 
@@ -43,7 +45,7 @@ def assigned(metrics: str) -> int:
 
 
 @pytest.fixture
-async def one_partition(bootstrap: str, admin_url: str, tmp_path) -> Stack:  # type: ignore[no-untyped-def]
+async def one_partition(bootstrap: str, admin_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
     from tests.integration.kafka.conftest import close_stack, open_stack
 
     stack = await open_stack(bootstrap, admin_url, tmp_path, partitions=1)
@@ -75,8 +77,8 @@ async def test_a_surge_instance_with_no_partition_to_take_becomes_ready(
 
 
 async def test_liveness_fails_while_records_wait_and_no_batch_commits(
-    stack: Stack, simulated_log
-) -> None:  # type: ignore[no-untyped-def]
+    stack: Stack, simulated_log: Path
+) -> None:
     _, port = stack.start(extra_env={"REFEREE_LIVENESS_STALL_SECONDS": "3"})
     await wait_ready(port)
     assert (await probe(port, "/livez"))[0] == 200

@@ -31,7 +31,7 @@ from referee.store.relay_store import APPLICATION_NAME, PostgresRelayStore
 from tests.integration.conftest import relay_lock_holders
 from tests.integration.kafka.checks import assert_same_verdicts
 from tests.integration.kafka.conftest import Stack, replay_in_memory
-from tests.integration.kafka.kafkatools import drain
+from tools.testkit.kafkatools import drain
 
 pytestmark = pytest.mark.kafka
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.kafka.kafkatools import free_port
+from tools.testkit.kafkatools import free_port
 
 UNAVAILABLE = 3
 

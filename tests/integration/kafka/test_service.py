@@ -27,7 +27,7 @@ from tests.integration.kafka.checks import (
     stored_verdicts,
 )
 from tests.integration.kafka.conftest import ROOT, Stack, replay_in_memory
-from tests.integration.kafka.kafkatools import drain, keyed_lines, produce
+from tools.testkit.kafkatools import drain, keyed_lines, produce
 
 pytestmark = pytest.mark.kafka
 

@@ -140,7 +140,7 @@ async def test_sigkill_at_random_moments_loses_and_doubles_nothing(
             check=True,
             capture_output=True,
         )
-        stored = "".join(body + "\n" for _, body in have["verdicts"])
+        stored = "".join(f"{body}\n" for _, body in have["verdicts"])
         assert stored == in_memory.read_text(encoding="utf-8")
         assert quiet.returncode == 0
     finally:

@@ -15,7 +15,7 @@ from sqlalchemy import text
 from referee.store.database import create_engine
 from referee.store.errors import is_outage, sqlstate
 from tests.integration.conftest import _plain
-from tests.integration.kafka.kafkatools import free_port
+from tools.testkit.kafkatools import free_port
 
 pytestmark = pytest.mark.postgres
 

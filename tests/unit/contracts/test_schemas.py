@@ -21,7 +21,10 @@ GOLDEN = ROOT / "tests" / "golden"
 
 
 def committed(name: str) -> dict[str, Any]:
-    return json.loads((SCHEMAS / f"{name}.schema.json").read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads(
+        (SCHEMAS / f"{name}.schema.json").read_text(encoding="utf-8")
+    )
+    return schema
 
 
 @pytest.mark.parametrize("name", sorted(all_schemas()))
@@ -77,7 +80,7 @@ def test_every_golden_verdict_validates_against_schema_and_model() -> None:
 
 def test_the_schema_rejects_what_the_model_rejects() -> None:
     schema = committed("GameStarted")
-    bad = dict(schema["examples"][0])  # type: ignore[index]
+    bad = dict(schema["examples"][0])
     bad["rules"] = {"max_pip": 7}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(schema).validate(bad)

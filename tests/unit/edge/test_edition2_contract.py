@@ -7,13 +7,13 @@ import json
 from typing import Any
 
 import pytest
-from edge_helpers import Table, event, raw
 
 from referee.contracts.parse import parse_event
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import GameStartedWire, RulesWire, TilePlayedWire
 from referee.domain.rules import DrawRule, Layout, Scoring
-from referee.processing.referee import Outcome, Processed
+from referee.processing.outcome import Outcome, Processed
+from tests.unit.edge.edge_helpers import Table, event, raw
 
 FOUR = ["ann", "bob", "cid", "dee"]
 PARTNERS = {"ns": ["ann", "cid"], "ew": ["bob", "dee"]}

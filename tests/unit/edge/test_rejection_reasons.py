@@ -10,7 +10,10 @@ import json
 from typing import Any
 
 import pytest
-from edge_helpers import (
+
+from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
+from referee.processing.outcome import Outcome, Processed
+from tests.unit.edge.edge_helpers import (
     GAME,
     Table,
     after_domino,
@@ -23,9 +26,6 @@ from edge_helpers import (
     raw,
     started,
 )
-
-from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
-from referee.processing.outcome import Outcome, Processed
 
 
 def rejected(result: Processed, reason: str, *mentions: str) -> None:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import uuid
 
-from edge_helpers import (
+from referee.contracts.rejection import KafkaSource
+from referee.contracts.verdicts import VERDICT_NAMESPACE, encode_canonical, verdict_id
+from referee.processing.outcome import Outcome
+from tests.unit.edge.edge_helpers import (
     AT,
     GAME,
     SOURCE,
@@ -19,10 +22,6 @@ from edge_helpers import (
     raw,
     started,
 )
-
-from referee.contracts.rejection import KafkaSource
-from referee.contracts.verdicts import VERDICT_NAMESPACE, encode_canonical, verdict_id
-from referee.processing.outcome import Outcome
 
 # --- duplicates -------------------------------------------------------------------------------
 

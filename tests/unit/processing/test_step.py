@@ -12,6 +12,7 @@ import asyncio
 import json
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -216,7 +217,7 @@ async def test_a_revocation_waits_for_the_batch_in_flight() -> None:
 
 
 async def pipelined(
-    stream: list[InputRecord], store: FakeStepStore, batch: int = 40, **kwargs: int
+    stream: list[InputRecord], store: FakeStepStore, batch: int = 40, **kwargs: Any
 ) -> tuple[ProcessingStep, list[StepResult]]:
     committed: list[StepResult] = []
     step = ProcessingStep(store, GROUP, on_committed=committed.append, **kwargs)

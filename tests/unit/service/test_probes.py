@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from aiokafka import TopicPartition
 
 from referee.service.runtime import Service
@@ -46,25 +47,20 @@ async def readiness_problems(s: Service) -> str:
     async def reachable(engine: object) -> None:
         return None
 
-    import referee.service.runtime as runtime
-
-    saved = runtime.ping
-    runtime.ping = reachable  # type: ignore[assignment]
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("referee.service.runtime.ping", reachable)
         return (await s.readiness())[1]
-    finally:
-        runtime.ping = saved
 
 
 async def test_not_ready_before_the_group_has_assigned_anything() -> None:
     s = service()
-    s.consumer = FakeConsumer(0)  # type: ignore[assignment]
+    s.consumer = FakeConsumer(0)
     assert await readiness_problems(s) == "not yet assigned by the consumer group"
 
 
 async def test_an_instance_given_no_partition_is_ready_unless_it_must_own_one() -> None:
     s = service(ready_requires_partition=False)
-    s.consumer = FakeConsumer(0)  # type: ignore[assignment]
+    s.consumer = FakeConsumer(0)
     s.joined = True
     assert await readiness_problems(s) == "ready"
     s.settings = Settings(ready_requires_partition=True)
@@ -75,7 +71,7 @@ async def test_an_instance_given_no_partition_is_ready_unless_it_must_own_one() 
 
 async def test_alive_while_idle_and_stuck_when_records_wait_without_a_commit() -> None:
     s = service(liveness_stall_seconds=5)
-    s.consumer = FakeConsumer(100)  # type: ignore[assignment]
+    s.consumer = FakeConsumer(100)
     s.assigned = {TopicPartition("events", 0)}
     s.step = FakeStep(99)  # type: ignore[assignment]
     s.last_commit = time.monotonic() - 60

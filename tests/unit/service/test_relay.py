@@ -48,7 +48,7 @@ def make_relay(
         FakeTails(broker),
         Metrics(),
         poll_seconds=0.01,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
 
 
@@ -76,7 +76,8 @@ def published(broker: FakeBroker, topic: str = "verdicts-topic") -> list[int]:
 
 
 async def test_the_outboxes_are_published_in_position_order_one_transaction_per_pump() -> None:
-    store, broker, producers = filled(), FakeBroker(), []
+    store, broker = filled(), FakeBroker()
+    producers: list[FakeProducer] = []
     relay = make_relay(store, broker, producers, batch=5)
     await run_until(relay, lambda: len(broker.committed) == 13)
     assert published(broker) == list(range(1, 13))
@@ -90,7 +91,8 @@ async def test_the_outboxes_are_published_in_position_order_one_transaction_per_
 
 
 async def test_a_new_leader_resumes_after_what_the_topic_tails_hold() -> None:
-    store, broker, producers = filled(), FakeBroker(), []
+    store, broker = filled(), FakeBroker()
+    producers: list[FakeProducer] = []
     await run_until(make_relay(store, broker, producers), lambda: len(broker.committed) == 13)
     for i in range(12, 20):
         store.add("verdicts", f"g{i % 5}".encode(), f'{{"n":{i}}}'.encode())
@@ -103,7 +105,8 @@ async def test_a_new_leader_resumes_after_what_the_topic_tails_hold() -> None:
 
 
 async def test_a_failed_send_is_never_committed_and_the_term_aborts_it() -> None:
-    store, broker, producers = filled(4), FakeBroker(), []
+    store, broker = filled(4), FakeBroker()
+    producers: list[FakeProducer] = []
     relay = make_relay(store, broker, producers, fail_at=1)
     stopping = asyncio.Event()
     task = asyncio.create_task(relay.run(stopping))
@@ -142,7 +145,8 @@ async def test_one_relay_leads_and_its_successor_fences_it_when_its_session_is_s
 
 
 async def test_checkpoints_are_appended_as_the_relay_goes_and_when_it_idles() -> None:
-    store, broker, producers = filled(), FakeBroker(), []
+    store, broker = filled(), FakeBroker()
+    producers: list[FakeProducer] = []
     relay = make_relay(store, broker, producers, batch=4, checkpoint_every=8)
     await run_until(
         relay,
@@ -156,7 +160,8 @@ async def test_checkpoints_are_appended_as_the_relay_goes_and_when_it_idles() ->
 
 
 async def test_the_backlog_is_what_the_leader_has_not_published() -> None:
-    store, broker, producers = filled(), FakeBroker(), []
+    store, broker = filled(), FakeBroker()
+    producers: list[FakeProducer] = []
     relay = make_relay(store, broker, producers)
     assert await relay.backlog() == {}, "a relay that does not lead knows no backlog"
     stopping = asyncio.Event()
@@ -179,6 +184,27 @@ async def test_the_relay_producer_is_transactional_with_that_id() -> None:
     settings = Settings(group_id="prod")
     producer = relay_producer(settings, None)()
     try:
-        assert producer._txn_manager.transactional_id == "referee-relay.prod"
+        assert getattr(producer, "_txn_manager").transactional_id == "referee-relay.prod"  # noqa: B009
     finally:
         await producer.stop()
+
+
+async def test_a_commit_of_outbox_rows_wakes_the_relay_without_waiting_for_its_poll() -> None:
+    store, broker = filled(2), FakeBroker()
+    producers: list[FakeProducer] = []
+    relay = OutboxRelay(
+        store,
+        [VERDICTS, DEAD],
+        lambda: producers.append(FakeProducer(broker)) or producers[-1],  # type: ignore[func-returns-value]
+        FakeTails(broker),
+        Metrics(),
+        poll_seconds=10.0,  # only the notification can make it publish in time
+    )
+    stopping = asyncio.Event()
+    task = asyncio.create_task(relay.run(stopping))
+    await eventually(lambda: len(broker.committed) == 3)
+    store.add("verdicts", b"g9", b"{}")  # a commit elsewhere: its notification wakes the relay
+    await eventually(lambda: len(broker.committed) == 4, limit=2)
+    stopping.set()
+    relay.wake.set()
+    await task

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiokafka.client import AIOKafkaClient
@@ -115,7 +116,7 @@ def test_libpq_urls_are_accepted() -> None:
     assert Settings(database_url=url).database_url.get_secret_value() == url
 
 
-def mtls(pki: Pki, protocol: str = "SSL", **more: str) -> Settings:
+def mtls(pki: Pki, protocol: str = "SSL", **more: Any) -> Settings:
     return Settings(
         kafka_security_protocol=protocol,
         kafka_ssl_cafile=str(pki.ca),

@@ -1,4 +1,5 @@
-"""Helpers for tests against the real broker: topics, producing a log, draining a topic."""
+"""Helpers for tests and benchmarks against the real broker: topics, producing a log, draining
+a topic, running `referee serve`."""
 
 from __future__ import annotations
 

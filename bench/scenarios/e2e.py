@@ -1,0 +1,137 @@
+"""3. End to end on Kafka: ``referee serve`` on a full input topic against a consume + COPY
+ceiling; the published verdicts checked against the in-memory replay's."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import asyncpg
+import msgspec
+from aiokafka import AIOKafkaConsumer
+
+from bench.context import E2E_BATCH, Context, say
+from bench.journal import ceiling_row
+from bench.process import count_lines, start_serve, stop_process
+from bench.readers import drain_values, wait_for_count
+from bench.services import fresh_database, fresh_topics, make_topics
+from referee.contracts.wire import EnvelopeProbe
+from referee.store.rows import JOURNAL_COLUMNS
+from tools.testkit.kafkatools import Topics, keyed_lines, produce
+
+
+async def kafka_ceiling(
+    ctx: Context, url: str, topic: str, expected: int, batch_size: int
+) -> dict[str, float]:
+    """A consumer group reading the topic in batches, COPYing raw records into ``journal``
+    with one transaction and one offset commit per batch."""
+    probe = msgspec.json.Decoder(EnvelopeProbe)
+    conn = await asyncpg.connect(url)
+    started = time.perf_counter()
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=ctx.bootstrap,
+        group_id=f"bench-ceiling-{uuid.uuid4().hex[:6]}",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    first = 0.0
+    n = 0
+    try:
+        deadline = time.monotonic() + 600
+        while n < expected and time.monotonic() < deadline:
+            got = await consumer.getmany(timeout_ms=50, max_records=batch_size)
+            records = [r for rs in got.values() for r in rs]
+            if not records:
+                continue
+            if not first:
+                first = time.perf_counter()
+            rows = []
+            for r in records:
+                n += 1
+                rows.append(ceiling_row(n, r.topic, r.partition, r.offset, r.value or b"", probe))
+            async with conn.transaction():
+                await conn.copy_records_to_table("journal", records=rows, columns=JOURNAL_COLUMNS)
+            await consumer.commit()
+        done = time.perf_counter()
+    finally:
+        await consumer.stop()
+        await conn.close()
+    if n < expected:
+        raise RuntimeError(f"ceiling consumer read only {n} of {expected}")
+    return {
+        "eps": n / (done - started),
+        "steady_eps": n / (done - first),
+        "seconds": done - started,
+    }
+
+
+async def serve_run(
+    ctx: Context,
+    topics: Topics,
+    events: int,
+    verdicts: int,
+    batch_size: int,
+    name: str,
+    extra_env: dict[str, str] | None = None,
+) -> dict[str, float]:
+    """Runs ``referee serve`` on a full input topic until every verdict is published."""
+    url = await fresh_database(ctx, name, migrate=True)
+    await make_topics(ctx, [topics.verdicts, topics.dlq])
+    served = await start_serve(
+        ctx, url, topics, name=name, batch_size=batch_size, extra_env=extra_env
+    )
+    try:
+        done = await wait_for_count(
+            ctx, served, topics.verdicts, verdicts, limit=max(120.0, events / 500)
+        )
+    finally:
+        stop_process(served.process)
+    total = done - served.started
+    steady = done - served.ready_at
+    return {
+        "eps": events / total,
+        "steady_eps": events / steady,
+        "seconds": total,
+        "startup": served.ready_at - served.started,
+    }
+
+
+async def run(ctx: Context) -> None:
+    """The main log end to end through ``referee serve`` (REFEREE_BATCH_SIZE=E2E_BATCH)."""
+    say("3. end to end on Kafka")
+    logs = ctx.shared_logs()
+    log, verdicts_file = logs.main, logs.main_verdicts
+    expected_verdicts = count_lines(verdicts_file)
+    topics = fresh_topics()
+    await make_topics(ctx, [topics.input])
+    records = keyed_lines(log)
+    started = time.perf_counter()
+    await produce(ctx.bootstrap, topics.input, records)
+    produce_eps = len(records) / (time.perf_counter() - started)
+    say(f"   produced {len(records)} records at {produce_eps:,.0f}/s")
+    ceil_url = await fresh_database(ctx, "kceil", migrate=True)
+    ceiling = await kafka_ceiling(ctx, ceil_url, topics.input, len(records), E2E_BATCH)
+    say(f"   ceiling: {ceiling['eps']:,.0f} events/s")
+    run = await serve_run(ctx, topics, len(records), expected_verdicts, E2E_BATCH, "e2e")
+    say(f"   referee serve: {run['eps']:,.0f} events/s ({run['seconds']:.1f} s)")
+    # plausibility: the published verdicts are exactly those of the in-memory replay
+    published = await drain_values(ctx, topics.verdicts, expected_verdicts)
+    replayed = sorted((await asyncio.to_thread(verdicts_file.read_bytes)).splitlines())
+    same = sorted(published) == replayed
+    say(f"   verdict topic == in-memory replay verdicts: {same}")
+    ctx.results["e2e"] = {
+        "events": len(records),
+        "verdicts": expected_verdicts,
+        "produce_eps": produce_eps,
+        "ceiling": ceiling,
+        "serve": run,
+        "same_verdicts": same,
+        "partitions": 4,
+    }
+    ctx.note(
+        f"REFEREE_BATCH_SIZE={E2E_BATCH} ... uv run referee serve"
+        "   # see bench/scenarios/e2e.py:serve_run"
+    )

@@ -1,0 +1,190 @@
+"""4a. Latency vs offered load: paced production of fresh games, each verdict's arrival timed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import statistics
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+import msgspec
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from bench.context import Context, say
+from bench.process import start_serve, stop_process, tail
+from bench.services import fresh_database, fresh_topics, make_topics
+from referee.processing.referee import Referee
+from referee.service.relay import partition_ids
+from referee.simulate import SimulationOptions, simulate
+
+Line = tuple[bytes, bytes, str, int]  # (key, value, game id, seq)
+
+
+def phase_lines(load: int, seconds: float, seed: int) -> list[Line]:
+    """(key, value, game id, seq) for load * seconds events of fresh games."""
+    wanted = int(load * seconds)
+    options = SimulationOptions(games=wanted // 60 + 50, seed=seed, rules="edition1")
+    out = []
+    for game_id, line in simulate(options):
+        seq = msgspec.json.decode(line)["seq"]
+        out.append((game_id.encode(), line, game_id, seq))
+        if len(out) >= wanted:
+            break
+    return out
+
+
+def verdicts_of(lines: list[Line]) -> int:
+    from referee.contracts.rejection import FileSource
+
+    ref = Referee()
+    return sum(
+        len(ref.process(v, FileSource("x", i)).verdicts) for i, (_, v, _, _) in enumerate(lines)
+    )
+
+
+class VerdictWatcher:
+    """Records the arrival time of every verdict on the verdict topic."""
+
+    def __init__(self, ctx: Context, topic: str) -> None:
+        self.ctx = ctx
+        self.topic = topic
+        self.arrivals: list[tuple[str, int, float]] = []
+        self.task: asyncio.Task[None] | None = None
+        self.consumer: AIOKafkaConsumer | None = None
+
+    async def start(self) -> None:
+        self.consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.ctx.bootstrap,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=5,
+            # a verdict has arrived when a consumer of the topic can see it: committed
+            isolation_level="read_committed",
+        )
+        parts = await partition_ids({"bootstrap_servers": self.ctx.bootstrap}, self.topic)
+        await self.consumer.start()
+        self.consumer.assign([TopicPartition(self.topic, p) for p in parts])
+        self.task = asyncio.create_task(self._run(self.consumer))
+
+    async def _run(self, consumer: AIOKafkaConsumer) -> None:
+        decode = msgspec.json.decode
+        while True:
+            got = await consumer.getmany(timeout_ms=20)
+            now = time.monotonic()
+            for rs in got.values():
+                for r in rs:
+                    v = decode(r.value or b"{}")
+                    self.arrivals.append((v["game_id"], v["cause_seq"], now))
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        if self.consumer is not None:
+            await self.consumer.stop()
+
+
+async def paced_produce(
+    producer: AIOKafkaProducer,
+    topic: str,
+    lines: list[Line],
+    rate: int,
+    sent_at: dict[tuple[str, int], float],
+) -> float:
+    """Sends the lines at ``rate`` per second; returns the achieved rate."""
+    loop_start = time.monotonic()
+    i = 0
+    futures: list[Awaitable[Any]] = []
+    n = len(lines)
+    while i < n:
+        due = min(n, int((time.monotonic() - loop_start) * rate) + 1)
+        while i < due:
+            key, value, game, seq = lines[i]
+            sent_at[game, seq] = time.monotonic()
+            futures.append(await producer.send(topic, value, key=key))
+            i += 1
+        await asyncio.sleep(0.001)
+    await asyncio.gather(*futures)
+    elapsed = time.monotonic() - loop_start
+    return n / elapsed if elapsed > 0 else 0.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    k = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
+    return ordered[k]
+
+
+async def run(ctx: Context) -> None:
+    """One ``referee serve`` fed a warm-up then each offered load of ``Sizes.loads``."""
+    say("4a. latency vs offered load")
+    topics = fresh_topics()
+    await make_topics(ctx, [topics.input, topics.verdicts, topics.dlq])
+    url = await fresh_database(ctx, "latency", migrate=True)
+    phases = [(0, ctx.sizes.warmup_seconds, 500)] + [
+        (i + 1, seconds, load) for i, (load, seconds) in enumerate(ctx.sizes.loads)
+    ]
+    prepared = [
+        (phase, load, lines, verdicts_of(lines))
+        for phase, seconds, load in phases
+        for lines in [phase_lines(load, seconds, 900 + phase)]
+    ]
+    served = await start_serve(ctx, url, topics, name="latency")
+    watcher = VerdictWatcher(ctx, topics.verdicts)
+    await watcher.start()
+    producer = AIOKafkaProducer(
+        bootstrap_servers=ctx.bootstrap, enable_idempotence=True, linger_ms=0
+    )
+    await producer.start()
+    rows = []
+    try:
+        await asyncio.sleep(1.0)
+        for phase, load, lines, expected in prepared:
+            sent_at: dict[tuple[str, int], float] = {}
+            games = {g for _, _, g, _ in lines}
+            before = len(watcher.arrivals)
+            achieved = await paced_produce(producer, topics.input, lines, load, sent_at)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                got = sum(1 for g, _, _ in watcher.arrivals[before:] if g in games)
+                if got >= expected:
+                    break
+                if served.process.poll() is not None:
+                    raise RuntimeError(f"referee serve died:\n{tail(served.log)}")
+                await asyncio.sleep(0.1)
+            latencies = [
+                (t - sent_at[g, s]) * 1000
+                for g, s, t in watcher.arrivals[before:]
+                if (g, s) in sent_at
+            ]
+            if phase == 0:
+                say(f"   warm-up done ({len(latencies)} verdicts)")
+                continue
+            row = {
+                "load": load,
+                "achieved": achieved,
+                "events": len(lines),
+                "verdicts": len(latencies),
+                "expected": expected,
+                "p50": percentile(latencies, 0.50),
+                "p99": percentile(latencies, 0.99),
+                "max": max(latencies, default=math.nan),
+                "mean": statistics.fmean(latencies) if latencies else math.nan,
+            }
+            rows.append(row)
+            say(
+                f"   {load}/s: p50 {row['p50']:.0f} ms, p99 {row['p99']:.0f} ms "
+                f"({len(latencies)}/{expected} verdicts)"
+            )
+            await asyncio.sleep(1.0)
+    finally:
+        await producer.stop()
+        await watcher.stop()
+        stop_process(served.process)
+    ctx.results["latency"] = rows

@@ -1,0 +1,96 @@
+"""A whole run: services up, the shared logs, the chosen scenarios, cleanup, the report."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import time
+from pathlib import Path
+
+from bench.context import AB_SECTION, FULL, NOTES, QUICK, ROOT, Context, Options, say
+from bench.logs import simulate_logs
+from bench.process import stop_process
+from bench.report import machine, plots, render, render_ab
+from bench.scenarios import SCENARIOS, ab
+from bench.services import delete_topics, drop_databases, start_service, stop_services
+
+
+async def run_all(ctx: Context) -> None:
+    """Simulates the shared logs, then runs every scenario ``--only`` selects, in order."""
+    ctx.logs = simulate_logs(ctx)
+    only = set(ctx.options.only.split(",")) if ctx.options.only else None
+    for name, scenario in SCENARIOS.items():
+        if only is None or name in only:
+            await scenario(ctx)
+
+
+async def cleanup(ctx: Context) -> None:
+    """Stops the processes the run started, drops its databases and deletes its topics."""
+    for p in ctx.processes:
+        stop_process(p, grace=5)
+    if ctx.admin_url:
+        with contextlib.suppress(Exception):
+            await drop_databases(ctx)
+    if ctx.bootstrap:
+        with contextlib.suppress(Exception):
+            await delete_topics(ctx)
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[0:3])
+
+
+def ab_main(ctx: Context) -> int:
+    """``--ab-before``: the end-to-end A/B only; the section goes to bench/relay-transactions.md."""
+    info = machine()
+    try:
+        ctx.admin_url = start_service(ctx, "postgres.sh", "DATABASE_URL")
+        ctx.bootstrap = start_service(ctx, "kafka.sh", "KAFKA_BOOTSTRAP")
+        asyncio.run(ab.run(ctx))
+    finally:
+        asyncio.run(cleanup(ctx))
+        if not ctx.options.keep_services:
+            stop_services(ctx)
+    load_end = load_average()
+    text = render_ab(ctx, info, load_end)
+    output = ctx.options.output or (ctx.work / "ab.md" if ctx.options.quick else AB_SECTION)
+    output.write_text(text + "\n", encoding="utf-8")
+    (ctx.work / "ab-results.json").write_text(json.dumps(ctx.results, indent=2, default=str))
+    print(text)
+    return 0
+
+
+def main(options: Options) -> int:
+    """Runs the benchmarks ``options`` ask for and writes their report; the exit status."""
+    work = options.workdir.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    ctx = Context(options, QUICK if options.quick else FULL, work)
+    if options.ab_before is not None:
+        return ab_main(ctx)
+    output = options.output or (
+        work / "benchmarks.md" if options.quick else ROOT / "docs/benchmarks.md"
+    )
+    img = output.parent / "img"
+    started = time.perf_counter()
+    info = machine()
+    try:
+        ctx.admin_url = start_service(ctx, "postgres.sh", "DATABASE_URL")
+        ctx.bootstrap = start_service(ctx, "kafka.sh", "KAFKA_BOOTSTRAP")
+        say(f"services: {ctx.admin_url.split('@')[-1]} and {ctx.bootstrap}")
+        asyncio.run(run_all(ctx))
+    finally:
+        asyncio.run(cleanup(ctx))
+        if not options.keep_services:
+            stop_services(ctx)
+    load_end = load_average()
+    runtime = time.perf_counter() - started
+    if NOTES.exists() and not options.quick:
+        ctx.results["notes"] = NOTES.read_text(encoding="utf-8").strip().splitlines()
+    plots(ctx, img)
+    img_rel = os.path.relpath(img, output.parent)
+    output.write_text(render(ctx, info, load_end, runtime, img_rel) + "\n", encoding="utf-8")
+    (work / "results.json").write_text(json.dumps(ctx.results, indent=2, default=str))
+    say(f"wrote {output} in {runtime / 60:.1f} min")
+    return 0
