@@ -6,250 +6,25 @@ in ``schemas/`` cannot drift from the code: a test regenerates them and compares
 
 from __future__ import annotations
 
+import ast
+import enum
+import inspect
+import itertools
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import msgspec.inspect as mi
 
+from referee.contracts.examples import examples
 from referee.contracts.rejection import EventRejected
 from referee.contracts.verdicts import VERDICTS
 from referee.contracts.wire import INPUT_EVENTS
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BASE_ID = "https://referee.dominoes.example/schemas/"
-
-_ENVELOPE = {
-    "game_id": "table-42",
-    "occurred_at": "2026-11-30T12:00:07Z",
-    "schema_version": 1,
-}
-_VERDICT = {
-    **_ENVELOPE,
-    "round": 1,
-    "cause_event_id": "e-0007",
-    "cause_seq": 7,
-}
-
-_TRAINS_HANDS = {"ann": [[12, 5], [5, 10]], "bob": [[12, 3], [0, 0]], "cid": [[11, 11]]}
-
-EXAMPLES: dict[str, list[dict[str, Any]]] = {
-    "GameStarted": [
-        {
-            **_ENVELOPE,
-            "event_id": "e-0001",
-            "type": "GameStarted",
-            "seq": 1,
-            "players": ["ann", "bob", "cid"],
-            "rules": {"max_pip": 12, "draw": "none", "tie": "split"},
-        },
-        {
-            **_ENVELOPE,
-            "event_id": "e-0001",
-            "type": "GameStarted",
-            "seq": 1,
-            "players": ["ann", "bob", "cid"],
-            "rules": {"max_pip": 12, "layout": "trains", "rounds": 13},
-        },
-        {
-            **_ENVELOPE,
-            "event_id": "e-0001",
-            "type": "GameStarted",
-            "seq": 1,
-            "players": ["ann", "bob", "cid", "dee"],
-            "rules": {"layout": "spinner", "play_scoring": "fives", "target_score": 150},
-            "teams": {"north": ["ann", "cid"], "east": ["bob", "dee"]},
-        },
-    ],
-    "RoundStarted": [
-        {
-            **_ENVELOPE,
-            "event_id": "e-0002",
-            "type": "RoundStarted",
-            "seq": 2,
-            "round": 1,
-            "hands": {"ann": [[5, 10], [3, 4]], "bob": [[12, 12], [4, 9]], "cid": [[0, 1]]},
-            "boneyard": [],
-            "leader": "ann",
-        },
-        {
-            **_ENVELOPE,
-            "event_id": "e-0002",
-            "type": "RoundStarted",
-            "seq": 2,
-            "round": 1,
-            "hands": _TRAINS_HANDS,
-            "boneyard": [[2, 7]],
-            "leader": "bob",
-            "engine": [12, 12],
-        },
-    ],
-    "TilePlayed": [
-        {
-            **_ENVELOPE,
-            "event_id": "e-0007",
-            "type": "TilePlayed",
-            "seq": 7,
-            "round": 1,
-            "player": "bob",
-            "tile": [5, 3],
-            "end": "right",
-        },
-        {
-            **_ENVELOPE,
-            "event_id": "e-0007",
-            "type": "TilePlayed",
-            "seq": 7,
-            "round": 1,
-            "player": "bob",
-            "tile": [12, 3],
-            "train": "mexican",
-        },
-    ],
-    "TileDrawn": [
-        {
-            **_ENVELOPE,
-            "event_id": "e-0008",
-            "type": "TileDrawn",
-            "seq": 8,
-            "round": 1,
-            "player": "cid",
-            "tile": [2, 2],
-        }
-    ],
-    "Passed": [
-        {
-            **_ENVELOPE,
-            "event_id": "e-0009",
-            "type": "Passed",
-            "seq": 9,
-            "round": 1,
-            "player": "ann",
-        }
-    ],
-    "FoulRecorded": [
-        {
-            **_VERDICT,
-            "verdict_id": "2f0c0d52-5b1e-5d9e-8a51-3c1b6b8c0a11",
-            "type": "FoulRecorded",
-            "player": "bob",
-            "foul": "false_pass",
-            "applied": True,
-            "penalty": 0,
-        }
-    ],
-    "PointsScored": [
-        {
-            **_VERDICT,
-            "verdict_id": "4c3b2a19-0f8e-5d7c-9b6a-5f4e3d2c1b0a",
-            "type": "PointsScored",
-            "player": "bob",
-            "count": 15,
-            "points": 15,
-            "cumulative": {"ann": 0, "bob": 15, "cid": 0, "dee": 15},
-            "team": "east",
-            "team_cumulative": {"north": 0, "east": 15},
-        }
-    ],
-    "BlockDeclared": [
-        {
-            **_VERDICT,
-            "verdict_id": "6a4d1c7e-1f2b-5e3c-9d8a-7b6c5d4e3f21",
-            "type": "BlockDeclared",
-            "proposer": "cid",
-            "confirmed_by": ["cid", "ann", "bob"],
-            "open_ends": {"left": 3, "right": 7},
-            "pip_counts": {"ann": 15, "bob": 24, "cid": 1},
-        },
-        {
-            **_VERDICT,
-            "verdict_id": "6a4d1c7e-1f2b-5e3c-9d8a-7b6c5d4e3f22",
-            "type": "BlockDeclared",
-            "proposer": "bob",
-            "confirmed_by": ["bob", "cid", "ann"],
-            "open_ends": {"ann": 12, "bob": 3, "cid": 12, "mexican": 11},
-            "pip_counts": {"ann": 15, "bob": 0, "cid": 22},
-        },
-    ],
-    "RoundScored": [
-        {
-            **_VERDICT,
-            "verdict_id": "9b8a7c6d-5e4f-5a3b-8c2d-1e0f9a8b7c61",
-            "type": "RoundScored",
-            "reason": "blocked",
-            "winners": ["cid"],
-            "pip_counts": {"ann": 15, "bob": 24, "cid": 1},
-            "awards": {"ann": 0, "bob": 0, "cid": 39},
-            "cumulative": {"ann": 0, "bob": 0, "cid": 39},
-            "tie": False,
-        },
-        {
-            **_VERDICT,
-            "verdict_id": "9b8a7c6d-5e4f-5a3b-8c2d-1e0f9a8b7c62",
-            "type": "RoundScored",
-            "reason": "blocked",
-            "winners": ["bob", "dee"],
-            "pip_counts": {"ann": 9, "bob": 3, "cid": 6, "dee": 4},
-            "awards": {"ann": 0, "bob": 15, "cid": 0, "dee": 15},
-            "cumulative": {"ann": 0, "bob": 15, "cid": 0, "dee": 15},
-            "tie": False,
-            "team_pip_counts": {"north": 15, "east": 7},
-            "team_awards": {"north": 0, "east": 15},
-            "team_cumulative": {"north": 0, "east": 15},
-            "winning_teams": ["east"],
-        },
-        {
-            **_VERDICT,
-            "verdict_id": "9b8a7c6d-5e4f-5a3b-8c2d-1e0f9a8b7c63",
-            "type": "RoundScored",
-            "reason": "blocked",
-            "winners": ["bob"],
-            "pip_counts": {"ann": 15, "bob": 0, "cid": 22},
-            "awards": {"ann": 15, "bob": 0, "cid": 22},
-            "cumulative": {"ann": 15, "bob": 0, "cid": 22},
-            "tie": False,
-            "scoring": "penalty",
-        },
-    ],
-    "GameWon": [
-        {
-            **_VERDICT,
-            "verdict_id": "0d1e2f3a-4b5c-5d6e-9f8a-7b6c5d4e3f01",
-            "type": "GameWon",
-            "winner": "cid",
-            "cumulative": {"ann": 20, "bob": 35, "cid": 105},
-        },
-        {
-            **_VERDICT,
-            "verdict_id": "0d1e2f3a-4b5c-5d6e-9f8a-7b6c5d4e3f02",
-            "type": "GameWon",
-            "winner": "bob",
-            "cumulative": {"ann": 95, "bob": 160, "cid": 95, "dee": 160},
-            "winners": ["bob", "dee"],
-            "winning_teams": ["east"],
-            "team_cumulative": {"north": 95, "east": 160},
-        },
-    ],
-    "EventRejected": [
-        {
-            "type": "EventRejected",
-            "reason": "seq_gap",
-            "detail": "seq 9 of game 'table-42' skips ahead; the next expected seq is 8",
-            "raw": '{"event_id":"e-0009","type":"Passed","game_id":"table-42","seq":9}',
-            "raw_encoding": "utf-8",
-            "source": {
-                "kind": "kafka",
-                "topic": "domino.game-events",
-                "partition": 3,
-                "offset": 1041,
-            },
-            "game_id": "table-42",
-            "seq": 9,
-            "event_id": "e-0009",
-            "schema_version": 1,
-        }
-    ],
-}
 
 
 def _public(name: str) -> str:
@@ -272,17 +47,105 @@ def _rename_refs(node: Any) -> Any:
     return node
 
 
+def _types_in(model: type[msgspec.Struct]) -> tuple[list[mi.StructType], list[type[enum.Enum]]]:
+    """Returns every struct and enum type a model's schema holds, the model's first."""
+    structs: list[mi.StructType] = []
+    enums: list[type[enum.Enum]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, mi.StructType):
+            if all(s.cls is not node.cls for s in structs):
+                structs.append(node)
+                for f in node.fields:
+                    walk(f.type)
+        elif isinstance(node, mi.EnumType):
+            if node.cls not in enums:
+                enums.append(node.cls)
+        elif isinstance(node, mi.Metadata):
+            walk(node.type)
+        elif isinstance(node, mi.UnionType):
+            for t in node.types:
+                walk(t)
+        elif isinstance(node, mi.DictType):
+            walk(node.key_type)
+            walk(node.value_type)
+        elif isinstance(node, mi.TupleType):
+            for t in node.item_types:
+                walk(t)
+        elif isinstance(node, (mi.ListType, mi.VarTupleType)):
+            walk(node.item_type)
+
+    walk(mi.type_info(model))
+    return structs, enums
+
+
+def member_docs(cls: type[enum.Enum]) -> dict[str, str]:
+    """Returns each member's docstring (the string under it in the class body) by value."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for assign, doc in itertools.pairwise(body):
+        if (
+            isinstance(assign, ast.Assign)
+            and isinstance(assign.targets[0], ast.Name)
+            and isinstance(doc, ast.Expr)
+            and isinstance(doc.value, ast.Constant)
+            and isinstance(doc.value.value, str)
+        ):
+            value = cls[assign.targets[0].id].value
+            docs[str(value)] = " ".join(doc.value.value.split()).replace("``", "")
+    return docs
+
+
+def _summary(docstring: str) -> str:
+    """Returns the first paragraph of a class's docstring, as plain text: the rest of a
+    docstring is for the code's readers, not the contract's."""
+    return " ".join(docstring.split("\n\n", maxsplit=1)[0].split()).replace("``", "")
+
+
+def _describe_tags(defs: dict[str, Any], structs: list[mi.StructType]) -> None:
+    """Describes each tag field (``type``, ``kind``), which msgspec writes without words."""
+    for struct in structs:
+        if struct.tag_field is None:
+            continue
+        prop = defs[_public(struct.cls.__name__)]["properties"][struct.tag_field]
+        if struct.tag_field == "type":
+            prop["description"] = (
+                f"The message type, always {struct.tag}: what a consumer dispatches on "
+                "(skip a type you do not know)."
+            )
+        else:
+            kind = _public(struct.cls.__name__)
+            prop["description"] = f"The {struct.tag_field}: always {struct.tag} for a {kind}."
+
+
+def _describe_members(defs: dict[str, Any], enums: list[type[enum.Enum]]) -> None:
+    """Adds what each member of an enumeration means to its description."""
+    for cls in enums:
+        node = defs[cls.__name__]
+        docs = member_docs(cls)
+        lines = [f"- {value}: {docs[str(value)]}" for value in node["enum"] if str(value) in docs]
+        if lines:
+            node["description"] = node.get("description", "") + "\n\n" + "\n".join(lines)
+
+
 def schema_for(model: type[msgspec.Struct]) -> dict[str, Any]:
     """Returns the standalone JSON Schema document of one message type."""
     raw = msgspec.json.schema(model)
     defs = {_public(k): _rename_refs(v) for k, v in raw["$defs"].items()}
+    structs, enums = _types_in(model)
+    for node in defs.values():
+        if "description" in node:
+            node["description"] = _summary(node["description"])
+    _describe_tags(defs, structs)
+    _describe_members(defs, enums)
     name = _public(model.__name__)
     body = defs.pop(name)
     doc: dict[str, Any] = {
         "$schema": DRAFT,
         "$id": f"{BASE_ID}{name}.schema.json",
         **body,
-        "examples": EXAMPLES[name],
+        "examples": examples()[name],
     }
     if defs:
         doc["$defs"] = defs

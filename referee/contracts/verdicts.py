@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from referee.contracts.limits import MAX_INTEGER, RFC3339_PATTERN
+from referee.contracts.wire import GAME_ID_PATTERN, ID_PATTERN
 from referee.domain import verdicts as domain
 from referee.domain.fouls import FoulKind
 from referee.domain.verdicts import RoundEnd
@@ -24,32 +26,103 @@ def _about(description: str, example: object) -> msgspec.Meta:
     return msgspec.Meta(description=description, examples=[example])
 
 
+def _described(description: str, **schema: object) -> msgspec.Meta:
+    # Verdicts are written by the referee, not read at the edge: what the schema states about
+    # them (formats, patterns, ranges) holds because their causes passed the edge, and is
+    # left out of the decoder (``extra_json_schema``) so that decoding stays as it was.
+    return msgspec.Meta(description=description, extra_json_schema=schema or None)
+
+
 TeamPoints = Annotated[
     Points | UnsetType, _about("Team id -> points; only when the game has teams.", {"north": 12})
 ]
 """A per-team figure, present only in a game with teams (EVENTS.md)."""
+Player = Annotated[
+    str, _described("A player id of the game.", minLength=1, maxLength=64, pattern=ID_PATTERN)
+]
+PipCounts = Annotated[
+    Points,
+    msgspec.Meta(
+        description="Player id -> the pips left in their hand (the double-blank counting the "
+        "game's double_blank), every player of the game."
+    ),
+]
 
 
 class VerdictWire(msgspec.Struct, tag_field="type", frozen=True):
     """The fields every verdict carries."""
 
     verdict_id: Annotated[
-        str, msgspec.Meta(description="UUIDv5 of game id, cause seq and index: input-derived.")
+        str,
+        _described(
+            "The verdict's id, derived from the input only: UUIDv5 in namespace "
+            f"{VERDICT_NAMESPACE} of the name "
+            '"{game_id}/{cause_seq}/{index}", index counting the verdicts of one input event '
+            "from 0. The same input always gives the same id and "
+            "the same bytes: a consumer drops repeats by it.",
+            format="uuid",
+        ),
     ]
-    game_id: str
-    round: int
-    cause_event_id: str
-    cause_seq: int
-    occurred_at: Annotated[str, msgspec.Meta(description="Copied from the cause event.")]
-    schema_version: Literal[1]
+    game_id: Annotated[
+        str,
+        _described(
+            "The game, as in the cause event; also the record's Kafka key.",
+            minLength=1,
+            maxLength=128,
+            pattern=GAME_ID_PATTERN,
+        ),
+    ]
+    round: Annotated[
+        int,
+        _described(
+            "The round of the cause event (1 for the first).", minimum=1, maximum=MAX_INTEGER
+        ),
+    ]
+    cause_event_id: Annotated[
+        str,
+        _described(
+            "The event_id of the input event that produced the verdict.",
+            minLength=1,
+            maxLength=64,
+            pattern=ID_PATTERN,
+        ),
+    ]
+    cause_seq: Annotated[
+        int,
+        _described(
+            "The seq of the input event that produced the verdict. The verdicts of a game "
+            "come in cause_seq order, those of one event in the order FoulRecorded, "
+            "PointsScored, BlockDeclared, RoundScored, GameWon.",
+            minimum=1,
+            maximum=MAX_INTEGER,
+        ),
+    ]
+    occurred_at: Annotated[
+        str,
+        _described(
+            "The cause event's occurred_at, copied verbatim (never the referee's clock, so a "
+            "replay gives the same bytes).",
+            format="date-time",
+            pattern=RFC3339_PATTERN,
+        ),
+    ]
+    schema_version: Annotated[
+        Literal[1], msgspec.Meta(description="The version of the event contract: always 1.")
+    ]
 
 
 class FoulRecordedWire(VerdictWire, tag="FoulRecorded", frozen=True):
     """A player broke a rule; ``applied`` is false when the action was rejected."""
 
-    player: str
-    foul: FoulKind
-    applied: bool
+    player: Annotated[Player, msgspec.Meta(description="The offender: the player who acted.")]
+    foul: Annotated[FoulKind, msgspec.Meta(description="The rule broken (RULES.md section 3).")]
+    applied: Annotated[
+        bool,
+        msgspec.Meta(
+            description="True when the action stood (draw_while_able, false_pass, "
+            "pass_before_drawing); false when it was rejected and changed nothing."
+        ),
+    ]
     penalty: Annotated[
         int,
         msgspec.Meta(
@@ -63,10 +136,16 @@ class FoulRecordedWire(VerdictWire, tag="FoulRecorded", frozen=True):
 class PointsScoredWire(VerdictWire, tag="PointsScored", frozen=True):
     """A play scored at once from the layout's count (RULES.md section 10)."""
 
-    player: Annotated[str, msgspec.Meta(description="The mover.")]
+    player: Annotated[Player, msgspec.Meta(description="The mover.")]
     count: Annotated[int, _about("The layout's count after the play (RULES.md section 10).", 15)]
     points: Annotated[int, msgspec.Meta(gt=0, description="What the play scored.")]
-    cumulative: Annotated[Points, msgspec.Meta(description="Player -> score so far.")]
+    cumulative: Annotated[
+        Points,
+        msgspec.Meta(
+            description="Player id -> score so far in the game, this play included (with "
+            "teams, each player's team's score)."
+        ),
+    ]
     team: Annotated[
         str | UnsetType, _about("The mover's team; only when the game has teams.", "north")
     ] = UNSET
@@ -76,7 +155,13 @@ class PointsScoredWire(VerdictWire, tag="PointsScored", frozen=True):
 class BlockDeclaredWire(VerdictWire, tag="BlockDeclared", frozen=True):
     """The round is blocked: nobody can play and the boneyard is exhausted."""
 
-    proposer: str
+    proposer: Annotated[
+        Player,
+        msgspec.Meta(
+            description="The player whose legitimate pass proposed the block (under immediate "
+            "confirmation: whose action closed the layout)."
+        ),
+    ]
     confirmed_by: Annotated[
         list[str],
         msgspec.Meta(
@@ -92,18 +177,42 @@ class BlockDeclaredWire(VerdictWire, tag="BlockDeclared", frozen=True):
             examples=[{"left": 3, "right": 7}, {"ann": 4, "bob": 12, "mexican": 9}],
         ),
     ]
-    pip_counts: Points
+    pip_counts: PipCounts
 
 
 class RoundScoredWire(VerdictWire, tag="RoundScored", frozen=True):
     """A round ended and was scored."""
 
-    reason: RoundEnd
-    winners: list[str]
-    pip_counts: Points
-    awards: Points
-    cumulative: Points
-    tie: bool
+    reason: Annotated[RoundEnd, msgspec.Meta(description="How the round ended.")]
+    winners: Annotated[
+        list[str],
+        msgspec.Meta(
+            description="The round's winners, in the order of play: with teams every member "
+            "of every winning team; empty when nobody wins (a tie under tie: no_winner)."
+        ),
+    ]
+    pip_counts: PipCounts
+    awards: Annotated[
+        Points,
+        msgspec.Meta(
+            description="Player id -> points this round, every player (0 if none); with teams "
+            "each player's team's award. Under penalty scoring: the pips each player added."
+        ),
+    ]
+    cumulative: Annotated[
+        Points,
+        msgspec.Meta(
+            description="Player id -> score so far in the game, this round, play points and "
+            "foul penalties included (with teams, each player's team's score)."
+        ),
+    ]
+    tie: Annotated[
+        bool,
+        msgspec.Meta(
+            description="True when the lowest pip count was shared (with teams: when several "
+            "teams were tied, RULES.md section 5.1)."
+        ),
+    ]
     scoring: Annotated[
         Literal["penalty"] | UnsetType,
         _about(
@@ -123,8 +232,13 @@ class RoundScoredWire(VerdictWire, tag="RoundScored", frozen=True):
 class GameWonWire(VerdictWire, tag="GameWon", frozen=True):
     """The game is over: its (first) winner and the final scores."""
 
-    winner: Annotated[str, msgspec.Meta(description="The first winner in the order of play.")]
-    cumulative: Points
+    winner: Annotated[
+        Player, msgspec.Meta(description="The (first) winner: the first in the order of play.")
+    ]
+    cumulative: Annotated[
+        Points,
+        msgspec.Meta(description="Player id -> final score (with teams, each player's team's)."),
+    ]
     winners: Annotated[
         list[str] | UnsetType,
         _about(

@@ -41,7 +41,9 @@ EventId = Annotated[
         min_length=1,
         max_length=64,
         extra_json_schema={"pattern": ID_PATTERN},
-        description="Unique id; the idempotency key. No control characters.",
+        description="The backend's unique id of the event, 1 to 64 characters, no control "
+        "characters: the idempotency key (the same event sent again is ignored; another event "
+        "under a used id is seq_conflict).",
     ),
 ]
 GAME_ID_PATTERN = r"^[A-Za-z0-9._:-]+$"
@@ -53,13 +55,18 @@ GameId = Annotated[
         # In the schema, but checked by ``parse_event`` rather than the decoder: a game id
         # recurs in every event of its game, and a regex per event cost 30% of decoding.
         extra_json_schema={"pattern": GAME_ID_PATTERN},
-        description="The game (a table, a match).",
+        description="The game (a table, a match): 1 to 128 of A-Z a-z 0-9 . _ : -. Every "
+        "event of a game carries it, and it is the Kafka key of the game's records.",
+        examples=["table-42"],
     ),
 ]
 Seq = Annotated[
     int,
     msgspec.Meta(
-        ge=1, le=MAX_INTEGER, description="Position in the game's stream: GameStarted is 1."
+        ge=1,
+        le=MAX_INTEGER,
+        description="Position in the game's own stream: GameStarted is 1, then +1 per event, "
+        "no gaps (a duplicate of an earlier seq with the same content is ignored).",
     ),
 ]
 Timestamp = Annotated[
@@ -67,7 +74,10 @@ Timestamp = Annotated[
     msgspec.Meta(
         # Checked by ``parse_event`` (the shape, then a real date, time and offset).
         extra_json_schema={"pattern": RFC3339_PATTERN, "format": "date-time"},
-        description="RFC 3339 time at the table (informational); copied into verdicts.",
+        description="When it happened at the table: an RFC 3339 date-time (section 5.6) "
+        "naming a real instant. Informational: the referee never reads a clock, and copies "
+        "this text verbatim into the event's verdicts.",
+        examples=["2026-11-30T12:00:07Z", "2026-11-30T14:00:05+01:00"],
     ),
 ]
 PlayerId = Annotated[
@@ -76,17 +86,32 @@ PlayerId = Annotated[
         min_length=1,
         max_length=64,
         extra_json_schema={"pattern": ID_PATTERN},
-        description="A player id. No control characters.",
+        description="A player id: 1 to 64 characters, no control characters.",
+        examples=["ann"],
     ),
 ]
 RoundNo = Annotated[
-    int, msgspec.Meta(ge=1, le=MAX_INTEGER, description="Round number: 1 for the first.")
+    int,
+    msgspec.Meta(
+        ge=1,
+        le=MAX_INTEGER,
+        description="The round the action belongs to: 1 for the first; an action for another "
+        "round than the current one is rejected (wrong_round).",
+    ),
 ]
-Pip = Annotated[int, msgspec.Meta(ge=0, le=18)]
+Pip = Annotated[
+    int, msgspec.Meta(ge=0, le=18, description="The pips of one half, 0 to the game's max_pip.")
+]
 WireTile = Annotated[
     tuple[Pip, Pip],
-    msgspec.Meta(description="A tile [a, b]; [3, 5] and [5, 3] are the same tile."),
+    msgspec.Meta(
+        description="A tile [a, b]; [3, 5] and [5, 3] are the same tile.", examples=[[5, 3]]
+    ),
 ]
+SchemaVersion = Annotated[
+    Literal[1], msgspec.Meta(description="The version of the event contract: always 1.")
+]
+Actor = Annotated[PlayerId, msgspec.Meta(description="The player who acted.")]
 Penalty = Annotated[int, msgspec.Meta(ge=0, le=1000)]
 TeamId = Annotated[
     str,
@@ -94,7 +119,7 @@ TeamId = Annotated[
         min_length=1,
         max_length=64,
         extra_json_schema={"pattern": ID_PATTERN},
-        description="A team id. No control characters.",
+        description="A team id: 1 to 64 characters, no control characters.",
     ),
 ]
 
@@ -118,20 +143,70 @@ class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=Fals
     a trains game, whose default differs (``to_domain`` resolves both).
     """
 
-    max_pip: Literal[6, 9, 12, 15, 18] = 6
+    max_pip: Annotated[
+        Literal[6, 9, 12, 15, 18],
+        _option("The set: double-N holds every tile [a, b] with 0 <= a <= b <= N. Default 6."),
+    ] = 6
     draw: Annotated[
         DrawRule | UnsetType,
-        _option("Default until_playable; once when layout is trains."),
+        _option(
+            "When a player who cannot play draws (RULES.md section 2). Default until_playable; "
+            "once when layout is trains."
+        ),
     ] = UNSET
-    draw_while_able: DrawWhileAble = DrawWhileAble.ALLOWED
-    block_confirmation: BlockConfirmation = BlockConfirmation.FULL_ROUND
-    block_points: PointsPolicy = PointsPolicy.OTHERS
-    domino_points: PointsPolicy = PointsPolicy.OTHERS
-    tie: TiePolicy = TiePolicy.NO_WINNER
-    rounding: Rounding = Rounding.NONE
-    double_blank: Annotated[int, msgspec.Meta(ge=0, le=100)] = 0
-    foul_penalty: dict[FoulKind, Penalty] = msgspec.field(default_factory=dict)
-    target_score: Annotated[int, msgspec.Meta(ge=1, le=MAX_INTEGER)] | None = None
+    draw_while_able: Annotated[
+        DrawWhileAble,
+        _option("Whether drawing while holding a playable tile is a foul. Default allowed."),
+    ] = DrawWhileAble.ALLOWED
+    block_confirmation: Annotated[
+        BlockConfirmation,
+        _option(
+            "How a blocked round is confirmed (RULES.md section 4): a full round of legitimate "
+            "passes, or at once. Default full_round; immediate is not allowed with trains."
+        ),
+    ] = BlockConfirmation.FULL_ROUND
+    block_points: Annotated[
+        PointsPolicy,
+        _option(
+            "What the winners of a blocked round score (RULES.md section 5.1). Default others."
+        ),
+    ] = PointsPolicy.OTHERS
+    domino_points: Annotated[
+        PointsPolicy,
+        _option("What the winner of a round won by domino scores. Default others."),
+    ] = PointsPolicy.OTHERS
+    tie: Annotated[
+        TiePolicy,
+        _option("Who wins a blocked round when several teams qualify. Default no_winner."),
+    ] = TiePolicy.NO_WINNER
+    rounding: Annotated[Rounding, _option("How each award is rounded, last. Default none.")] = (
+        Rounding.NONE
+    )
+    double_blank: Annotated[
+        int,
+        msgspec.Meta(
+            ge=0,
+            le=100,
+            description="The pips the double-blank counts in a pip count (not in a layout's "
+            "count). Default 0; some rule sets use 25 or 50.",
+        ),
+    ] = 0
+    foul_penalty: Annotated[
+        dict[FoulKind, Penalty],
+        msgspec.Meta(
+            description="Foul kind -> its points, 0 to 1000 (absent kinds: 0): deducted from "
+            "the offender's (team's) score under award scoring, added under penalty scoring. "
+            "Default {}.",
+            examples=[{"false_pass": 10}],
+        ),
+    ] = msgspec.field(default_factory=dict)
+    target_score: Annotated[
+        Annotated[int, msgspec.Meta(ge=1, le=MAX_INTEGER)] | None,
+        _option(
+            "When set, the game is won by the first team whose cumulative score reaches it "
+            "after a round is scored (RULES.md section 5.2). Default none."
+        ),
+    ] = None
     layout: Annotated[
         Layout | UnsetType,
         _option("Where tiles are played (RULES.md section 1). Default line."),
@@ -267,7 +342,7 @@ class WireEvent(msgspec.Struct, tag_field="type", frozen=True, gc=False):
     game_id: GameId
     seq: Seq
     occurred_at: Timestamp
-    schema_version: Literal[1]
+    schema_version: SchemaVersion
 
     @property
     def round_number(self) -> int:
@@ -291,7 +366,14 @@ class GameStartedWire(WireEvent, tag="GameStarted", frozen=True):
             extra_json_schema={"uniqueItems": True},
         ),
     ]
-    rules: RulesWire = msgspec.field(default_factory=RulesWire)
+    rules: Annotated[
+        RulesWire,
+        msgspec.Meta(
+            description="The game's rule options (RULES.md section 6); an absent option takes "
+            "its default, so {} (or no rules at all) plays every default. An unknown option, "
+            "or one the layout or scoring does not use, is a schema_violation."
+        ),
+    ] = msgspec.field(default_factory=RulesWire)
     teams: Annotated[
         dict[TeamId, list[PlayerId]] | UnsetType | None,
         msgspec.Meta(
@@ -314,10 +396,27 @@ class GameStartedWire(WireEvent, tag="GameStarted", frozen=True):
 class RoundStartedWire(WireEvent, tag="RoundStarted", frozen=True):
     """A round was dealt: every hand, the boneyard, and the leader."""
 
-    round: RoundNo
-    hands: dict[PlayerId, list[WireTile]]
-    boneyard: list[WireTile]
-    leader: PlayerId
+    round: Annotated[
+        RoundNo,
+        msgspec.Meta(
+            description="The round dealt: 1 for the first, then +1 after each scored one."
+        ),
+    ]
+    hands: Annotated[
+        dict[PlayerId, list[WireTile]],
+        msgspec.Meta(
+            description="Player id -> the tiles dealt to them: every player of the game, no "
+            "hand empty, no tile twice across hands, boneyard and engine (else bad_deal)."
+        ),
+    ]
+    boneyard: Annotated[
+        list[WireTile],
+        msgspec.Meta(
+            description="The tiles that may be drawn, empty in a draw: none game. Tiles of the "
+            "set in no hand, not here and not the engine are sleeping: out of play."
+        ),
+    ]
+    leader: Annotated[PlayerId, msgspec.Meta(description="The player who acts first.")]
     engine: Annotated[
         WireTile | UnsetType | None,
         msgspec.Meta(
@@ -347,12 +446,20 @@ class TilePlayedWire(WireEvent, tag="TilePlayed", frozen=True):
     """A player put a tile on a place of the layout: an end, or a train."""
 
     round: RoundNo
-    player: PlayerId
-    tile: WireTile
+    player: Actor
+    tile: Annotated[
+        WireTile,
+        msgspec.Meta(
+            description="The tile played, from the player's hand (else the foul "
+            "tile_not_in_hand: rejected)."
+        ),
+    ]
     end: Annotated[
         End | None,
         msgspec.Meta(
-            description="The end, in a line or spinner (omitted or null for the first tile)."
+            description="The end played on, in a line or spinner: left, right, or up and down "
+            "once the spinner's arms are open. Omitted or null for the first tile of a round; "
+            "an end the layout does not have is a foul (end_not_available), not invalid input."
         ),
     ] = None
     train: Annotated[
@@ -381,8 +488,14 @@ class TileDrawnWire(WireEvent, tag="TileDrawn", frozen=True):
     """A player drew a tile from the boneyard."""
 
     round: RoundNo
-    player: PlayerId
-    tile: WireTile
+    player: Actor
+    tile: Annotated[
+        WireTile,
+        msgspec.Meta(
+            description="The tile drawn, from the boneyard (else the foul "
+            "tile_not_in_boneyard: rejected)."
+        ),
+    ]
 
     @property
     def round_number(self) -> int:
@@ -398,7 +511,7 @@ class PassedWire(WireEvent, tag="Passed", frozen=True):
     """A player passed their turn."""
 
     round: RoundNo
-    player: PlayerId
+    player: Actor
 
     @property
     def round_number(self) -> int:

@@ -1,8 +1,15 @@
-"""The AsyncAPI 3 document of the referee's three topics, generated from the app.
+"""The AsyncAPI 3.0 document of the referee's three topics, generated from the app.
 
-FastStream derives channels, operations and bindings from the app's subscriber and
-publishers; the message payloads are the referee's own JSON Schemas (``schemas/``), so the
-document and the schema files cannot disagree.
+FastStream derives the channels, operations, servers and channel bindings from the app's
+subscriber and publishers (AsyncAPI 3.0.0, Kafka bindings 0.4.0). What it cannot know is
+added here, following the same spec: each message's payload (the referee's own JSON Schemas,
+``schemas/``, so the document and the schema files cannot disagree), its key
+(``bindings.kafka.key``), its headers, and what producers and consumers of each topic must
+do. AsyncAPI's Schema Object is JSON Schema draft 07 with a few words of its own, so the
+payloads are carried over from 2020-12: their ``$defs`` become component schemas,
+``prefixItems`` become ``items``, and msgspec's OpenAPI-style ``discriminator`` (AsyncAPI's is
+a bare property name with another meaning) is left out; ``anyOf`` over the ``kind`` tag
+still tells the variants apart.
 """
 
 from __future__ import annotations
@@ -13,11 +20,113 @@ from typing import Any
 from faststream.specification import AsyncAPI
 
 from referee.contracts.schemas import all_schemas
+from referee.contracts.wire import GAME_ID_PATTERN
+from referee.service.relay import POSITION_HEADER
 from referee.service.settings import Settings
 
 INPUT = ["GameStarted", "RoundStarted", "TilePlayed", "TileDrawn", "Passed"]
 VERDICTS = ["FoulRecorded", "PointsScored", "BlockDeclared", "RoundScored", "GameWon"]
 DEAD = ["EventRejected"]
+
+KAFKA_BINDING = "0.4.0"
+"""The Kafka bindings version FastStream writes for channels; messages and operations match."""
+
+GAME_KEY: dict[str, Any] = {
+    "type": "string",
+    "description": "The game id (the value's game_id), UTF-8 encoded. Every record of a game "
+    "has the same key, so Kafka's default partitioner (murmur2 of the key, modulo the "
+    "partition count) keeps a game on one partition, in order.",
+    "minLength": 1,
+    "maxLength": 128,
+    "pattern": GAME_ID_PATTERN,
+    "examples": ["table-42"],
+}
+INPUT_KEY: dict[str, Any] = {
+    "description": "The key of the rejected input record, byte for byte as received "
+    "(normally its game id in UTF-8, but any bytes are passed on); when that record had no "
+    "key and its game_id could be read, that game id (UTF-8); otherwise absent (a null key, "
+    "and the relay spreads such records over the partitions by outbox position).",
+    "anyOf": [{"type": "string"}, {"type": "null"}],
+    "examples": ["table-42", None],
+}
+OUTPUT_HEADERS: dict[str, Any] = {
+    "type": "object",
+    "description": "The headers of every record the relay publishes.",
+    "properties": {
+        POSITION_HEADER: {
+            "type": "string",
+            "pattern": "^[0-9]+$",
+            "description": "The record's position in the referee's outbox, in ASCII decimal "
+            "digits: verdicts.position for a verdict, dead_letters.position for a dead letter "
+            "(PostgreSQL). Within a partition positions only grow; across partitions they "
+            "interleave. The relay resumes after the highest one it finds on each partition; "
+            "a consumer can resume by it or measure its lag against verdict_log.position.",
+            "examples": ["1041"],
+        }
+    },
+    "required": [POSITION_HEADER],
+}
+INPUT_HEADERS: dict[str, Any] = {
+    "type": "object",
+    "description": "No header is required or read: any the producer sets are ignored.",
+}
+
+READ_COMMITTED = (
+    "Published by the relay in Kafka transactions (transactional.id "
+    "REFEREE_RELAY_TRANSACTIONAL_ID, default referee-relay.<group id>): consumers must read "
+    "with isolation.level=read_committed, else they also see the records of aborted "
+    "transactions (drop repeats by verdict_id, or by source for a dead letter)."
+)
+
+
+def _channels(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Returns, per topic, its messages and what the channel and its operation promise."""
+    return {
+        settings.input_topic: {
+            "messages": INPUT,
+            "key": "GameKey",
+            "headers": "InputHeaders",
+            "channel": "Input events from the game backends, one JSON object per record "
+            "(GameStarted, RoundStarted, TilePlayed, TileDrawn, Passed; docs/events.md), "
+            "topic REFEREE_INPUT_TOPIC. Producers key every record by its game id: a game's "
+            "events must reach one partition in seq order. Partitions are the unit of "
+            "parallelism: any number of referee instances share them as one consumer group.",
+            "operation": "The referee consumes the topic as the consumer group "
+            "REFEREE_GROUP_ID, in batches; its positions are kept in PostgreSQL with what it "
+            "decided, and a new owner of a partition seeks to the stored position + 1.",
+        },
+        settings.verdict_topic: {
+            "messages": VERDICTS,
+            "key": "GameKey",
+            "headers": "OutputHeaders",
+            "channel": "Verdicts (FoulRecorded, PointsScored, BlockDeclared, RoundScored, "
+            "GameWon), canonical JSON (keys sorted, no spaces, UTF-8), topic "
+            "REFEREE_VERDICT_TOPIC; docs/consumers.md. Each record's partition is chosen by "
+            "the relay with Kafka's default partitioner, murmur2 of the key (the game id) "
+            f"modulo the partition count: create the topic with as many partitions as "
+            f"{settings.input_topic}, and a game's verdicts land on the partition number of "
+            "its input events (co-partitioned, as Kafka Streams or Flink joins need). Per "
+            "game, verdicts come in the order they were produced; across games, no order.",
+            "operation": f"{READ_COMMITTED} Never compact the topic: its key is the game id.",
+        },
+        settings.dlq_topic: {
+            "messages": DEAD,
+            "key": "InputKey",
+            "headers": "OutputHeaders",
+            "channel": "EventRejected for every input record that could not be judged, "
+            "canonical JSON, topic REFEREE_DLQ_TOPIC. A keyed record goes to murmur2 of its "
+            "key modulo the partition count, as on the input topic.",
+            "operation": READ_COMMITTED,
+        },
+    }
+
+
+def _topic_configuration(settings: Settings, topic: str) -> dict[str, Any]:
+    if topic == settings.input_topic:
+        return {}
+    # The relay reads each output partition's tail to resume: compaction would keep only the
+    # last record of each game (or of each input key) and lose the history.
+    return {"topicConfiguration": {"cleanup.policy": ["delete"]}}
 
 
 def asyncapi_document() -> dict[str, Any]:
@@ -32,46 +141,65 @@ def asyncapi_document() -> dict[str, Any]:
         service.broker,
         title="referee",
         version="1",
-        description="An event-sourced referee for dominoes: game events in; fouls, blocked "
-        "games and scores out; bad input to a dead-letter topic.",
+        description="An event-sourced referee for dominoes: game events in; fouls, scores, "
+        "blocked games and game wins out; bad input to a dead-letter topic. Every message is "
+        "JSON; every record of the two output topics carries the header outbox-position.",
         schema_version="3.0.0",
     )
     doc: dict[str, Any] = json.loads(spec.to_specification().to_json())
-    return _with_payloads(doc, settings)
+    return _completed(doc, settings)
 
 
-def _with_payloads(doc: dict[str, Any], settings: Settings) -> dict[str, Any]:
+def _completed(doc: dict[str, Any], settings: Settings) -> dict[str, Any]:
     schemas = all_schemas()
     components = doc.setdefault("components", {})
+    shared: dict[str, Any] = {}
+    payloads = {name: _draft07(schemas[name], shared) for name in (*INPUT, *VERDICTS, *DEAD)}
     components["schemas"] = {
-        name: _rebase_defs(
-            {k: v for k, v in schemas[name].items() if k not in ("$schema", "$id")},
-            f"#/components/schemas/{name}/$defs/",
-        )
-        for name in (*INPUT, *VERDICTS, *DEAD)
+        **payloads,
+        **shared,
+        "GameKey": GAME_KEY,
+        "InputKey": INPUT_KEY,
+        "OutputHeaders": OUTPUT_HEADERS,
+        "InputHeaders": INPUT_HEADERS,
     }
     messages: dict[str, Any] = {}
-    for topic, names in (
-        (settings.input_topic, INPUT),
-        (settings.verdict_topic, VERDICTS),
-        (settings.dlq_topic, DEAD),
-    ):
-        channel = _channel_for(doc, topic)
+    for topic, plan in _channels(settings).items():
+        name = _channel_for(doc, topic)
+        channel = doc["channels"][name]
+        channel["description"] = plan["channel"]
+        channel["bindings"]["kafka"].update(_topic_configuration(settings, topic))
         refs = {}
-        for name in names:
-            messages[name] = {
-                "name": name,
-                "title": name,
+        for message in plan["messages"]:
+            messages[message] = {
+                "name": message,
+                "title": message,
+                "summary": schemas[message]["description"],
                 "contentType": "application/json",
-                "payload": {"$ref": f"#/components/schemas/{name}"},
+                "payload": {"$ref": f"#/components/schemas/{message}"},
+                "headers": {"$ref": f"#/components/schemas/{plan['headers']}"},
+                "bindings": {
+                    "kafka": {
+                        "key": {"$ref": f"#/components/schemas/{plan['key']}"},
+                        "bindingVersion": KAFKA_BINDING,
+                    }
+                },
             }
-            refs[name] = {"$ref": f"#/components/messages/{name}"}
-        doc["channels"][channel]["messages"] = refs
+            refs[message] = {"$ref": f"#/components/messages/{message}"}
+        channel["messages"] = refs
         for operation in doc.get("operations", {}).values():
-            if operation["channel"]["$ref"] == f"#/channels/{channel}":
+            if operation["channel"]["$ref"] == f"#/channels/{name}":
+                operation["description"] = plan["operation"]
                 operation["messages"] = [
-                    {"$ref": f"#/channels/{channel}/messages/{n}"} for n in names
+                    {"$ref": f"#/channels/{name}/messages/{m}"} for m in plan["messages"]
                 ]
+                if operation["action"] == "receive":
+                    operation["bindings"] = {
+                        "kafka": {
+                            "groupId": {"type": "string", "enum": [settings.group_id]},
+                            "bindingVersion": KAFKA_BINDING,
+                        }
+                    }
     components["messages"] = messages
     return doc
 
@@ -83,20 +211,44 @@ def _channel_for(doc: dict[str, Any], topic: str) -> str:
     raise KeyError(f"no channel for topic {topic!r}")
 
 
-def _rebase_defs(node: Any, base: str) -> Any:
-    """Points a schema's local ``$defs`` references at its place in the document."""
-    if isinstance(node, dict):
-        return {
-            k: (
-                base + v.removeprefix("#/$defs/")
-                if k == "$ref" and isinstance(v, str) and v.startswith("#/$defs/")
-                else _rebase_defs(v, base)
-            )
-            for k, v in node.items()
-        }
+def _draft07(schema: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
+    """Returns a 2020-12 schema document as an AsyncAPI Schema Object (JSON Schema draft 07).
+
+    Its ``$defs`` go into ``shared`` (component schemas, one per name: the same model gives
+    the same definition in every message).
+    """
+    for name, definition in schema.get("$defs", {}).items():
+        converted = _convert(definition)
+        if shared.setdefault(name, converted) != converted:
+            raise ValueError(f"two different schemas are both called {name}")
+    body: dict[str, Any] = _convert(
+        {k: v for k, v in schema.items() if k not in ("$schema", "$id", "$defs")}
+    )
+    return body
+
+
+def _convert(node: Any) -> Any:
     if isinstance(node, list):
-        return [_rebase_defs(v, base) for v in node]
-    return node
+        return [_convert(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
+            out[key] = "#/components/schemas/" + value.removeprefix("#/$defs/")
+        elif key == "discriminator" and isinstance(value, dict):
+            continue
+        elif key == "prefixItems":
+            out["items"] = _convert(value)
+            if node.get("items") is False:
+                out["additionalItems"] = False
+        elif key == "items" and "prefixItems" in node:
+            continue
+        elif key in ("examples", "default", "enum", "const"):
+            out[key] = value  # data, not schemas
+        else:
+            out[key] = _convert(value)
+    return out
 
 
 def render_asyncapi() -> str:
