@@ -93,7 +93,7 @@ async def test_a_database_at_another_schema_revision_is_one_json_line_and_exit_3
     assert done.returncode == UNAVAILABLE, done.stderr
     (line,) = json_lines(done.stderr)
     message = str(line["message"])
-    assert "has schema revision 0002, this referee serves 0004" in message
+    assert "has schema revision 0002, this referee serves 0005" in message
     assert "run referee migrate" in message
 
 
