@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from referee.contracts.rejection import FileSource, KafkaSource, Source, raw_text
+from referee.contracts.rejection import FileSource, KafkaSource, Source, raw_text, rejection_of
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import EVENT_TYPES
+from referee.domain.errors import RejectionReason
 
 VERDICT_ORDER = ("FoulRecorded", "PointsScored", "BlockDeclared", "RoundScored", "GameWon")
 """The verdict types in the order one input event gives them (RULES.md section 7)."""
@@ -267,4 +268,25 @@ def examples() -> dict[str, list[dict[str, Any]]]:
         for verdict in verdicts:
             out[verdict["type"]].append(verdict)
         out["EventRejected"] += scenario.rejections()
+    out["EventRejected"].append(_oversized())
     return out
+
+
+def _oversized() -> dict[str, Any]:
+    """A record too large to carry on the dead-letter topic: its rejection omits the bytes."""
+    pad = '\\"' * 300_000  # 600,000 bytes of escaped quotes: its copy would be 1.2 MB
+    raw = (
+        '{"event_id":"e-0099","type":"TilePlayed","game_id":"table-42","seq":99,'
+        f'"occurred_at":"2026-11-30T12:09:59Z","schema_version":1,"pad":"{pad}"}}'
+    ).encode()
+    rejection = rejection_of(
+        raw,
+        KafkaSource("domino.game-events", 7, 1099),
+        RejectionReason.TOO_LARGE,
+        f"the event is {len(raw)} bytes; the limit is 65536",
+        "table-42",
+        99,
+        "e-0099",
+    )
+    example: dict[str, Any] = json.loads(encode_canonical(rejection))
+    return example

@@ -97,6 +97,51 @@ class EventRejected(msgspec.Struct, frozen=True, tag_field="type", tag="EventRej
     schema_version: Annotated[
         Literal[1], msgspec.Meta(description="The version of the event contract: always 1.")
     ] = 1
+    raw_omitted: Annotated[
+        bool | msgspec.UnsetType,
+        msgspec.Meta(
+            description="Present (true) only when the record is too large to carry: its "
+            "rejection would be over 512 KiB of JSON, so raw is empty and detail gives the "
+            "record's size. The bytes are kept in the referee's journal and at the source."
+        ),
+    ] = msgspec.UNSET
+
+
+MAX_DEAD_LETTER_BYTES = 512 * 1024
+"""The largest ``EventRejected`` carried whole: half of Kafka's default message limit, so a
+dead letter always fits the dead-letter topic (JSON escaping can make a record's copy six
+times its size)."""
+
+
+def rejection_of(
+    raw: bytes,
+    source: Source,
+    reason: RejectionReason,
+    detail: str,
+    game_id: str | None,
+    seq: int | None,
+    event_id: str | None,
+) -> EventRejected:
+    """Returns the rejection of a record, its bytes included unless they are too large to
+    carry (``raw_omitted``): a rule of the record alone, so every path gives the same bytes."""
+    text, encoding = raw_text(raw)
+    rejection = EventRejected(reason, detail, text, encoding, source, game_id, seq, event_id)
+    if len(raw) * 6 < MAX_DEAD_LETTER_BYTES or (
+        len(msgspec.json.encode(rejection)) <= MAX_DEAD_LETTER_BYTES
+    ):
+        return rejection
+    return EventRejected(
+        reason,
+        f"{detail} (the record, {len(raw)} bytes, is too large to carry here: it is kept in "
+        "the referee's journal and at its source)",
+        "",
+        "utf-8",
+        source,
+        game_id,
+        seq,
+        event_id,
+        raw_omitted=True,
+    )
 
 
 def raw_text(raw: bytes) -> tuple[str, Literal["utf-8", "base64"]]:

@@ -12,7 +12,7 @@ import traceback
 from pathlib import Path
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed, parse_event, read_envelope
-from referee.contracts.rejection import EventRejected, Source, raw_text
+from referee.contracts.rejection import Source, rejection_of
 from referee.contracts.verdicts import to_wire
 from referee.contracts.wire import INPUT_EVENTS, GameStartedWire, InputEvent
 from referee.domain.errors import InvalidInput, RejectionReason
@@ -104,7 +104,7 @@ class Referee:
                 detail,
                 extra={"source": str(source), "game_id": game_id, "seq": seq, "event_id": event_id},
             )
-        rejection = self._rejection(
+        rejection = rejection_of(
             raw, source, RejectionReason.INTERNAL_ERROR, detail, game_id, seq, event_id
         )
         result = Processed(
@@ -133,7 +133,7 @@ class Referee:
                     Outcome.DUPLICATE, game_id, seq, bad.event_id, None, fp, took_place=False
                 )
             took_place = seq == ledger.last_seq + 1
-        rejection = self._rejection(raw, source, bad.reason, bad.detail, game_id, seq, bad.event_id)
+        rejection = rejection_of(raw, source, bad.reason, bad.detail, game_id, seq, bad.event_id)
         result = Processed(
             Outcome.REJECTED, game_id, seq, bad.event_id, None, fp, took_place, (), rejection
         )
@@ -285,7 +285,7 @@ class Referee:
         *,
         took_place: bool,
     ) -> Processed:
-        rejection = self._rejection(
+        rejection = rejection_of(
             raw, source, reason, detail, event.game_id, event.seq, event.event_id
         )
         return Processed(
@@ -299,16 +299,3 @@ class Referee:
             (),
             rejection,
         )
-
-    def _rejection(
-        self,
-        raw: bytes,
-        source: Source,
-        reason: RejectionReason,
-        detail: str,
-        game_id: str | None,
-        seq: int | None,
-        event_id: str | None,
-    ) -> EventRejected:
-        text, encoding = raw_text(raw)
-        return EventRejected(reason, detail, text, encoding, source, game_id, seq, event_id)

@@ -132,6 +132,9 @@ def test_the_rejection_examples_show_both_sources_both_encodings_and_several_rea
     assert {r["raw_encoding"] for r in rejections} == {"utf-8", "base64"}
     assert len({r["reason"] for r in rejections}) >= 4
     for rejection in rejections:
+        if rejection.get("raw_omitted"):
+            assert rejection["raw"] == ""  # too large to carry: the journal keeps the bytes
+            continue
         if rejection["raw_encoding"] == "base64":
             raw = base64.b64decode(rejection["raw"], validate=True)
             with pytest.raises(UnicodeDecodeError):
