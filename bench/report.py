@@ -95,6 +95,43 @@ def verdict(value: float, target: float) -> str:
     return "**met**" if value >= target else "**not met**"
 
 
+STAGES = (
+    ("fetch_wait", "waiting for the next batch (fetch; idle time included)"),
+    ("decode", "decode at the edge"),
+    ("load", "load games and prints, reserve journal ids"),
+    ("judge", "judge"),
+    ("rows", "build the rows"),
+    ("wait", "wait for the batch before to commit"),
+    ("copy", "fence and COPY"),
+    ("commit", "commit"),
+    ("outbox_hold", "outbox lock held (to the commit's end)"),
+    ("offset_commit", "Kafka offset commit (off the batch path)"),
+    ("relay_wake", "relay wake-up after the commit's notification"),
+    ("relay_read", "relay: read the outbox rows"),
+    ("relay_send", "relay: send and wait for every ack"),
+    ("relay_commit", "relay: commit the Kafka transaction"),
+    ("referee_batch_seconds", "a batch, received to committed"),
+    ("referee_event_to_verdict_seconds", "an event's Kafka timestamp to its verdicts' commit"),
+)
+
+
+def breakdown_table(
+    title: str, text: str, columns: dict[str, dict[str, tuple[float, float]]]
+) -> list[str]:
+    """A table of stage means (ms) for several runs side by side."""
+    names = list(columns)
+    out = [f"### {title}", "", text, "", "| stage | " + " | ".join(names) + " |"]
+    out.append("|---|" + "---|" * len(names))
+    for stage, label in STAGES:
+        cells = []
+        for name in names:
+            mean, count = columns[name].get(stage, (float("nan"), 0.0))
+            cells.append("-" if not count else f"{mean:.2f} ms (n={count:,.0f})")
+        if any(c != "-" for c in cells):
+            out.append(f"| {label} (`{stage}`) | " + " | ".join(cells) + " |")
+    return [*out, ""]
+
+
 def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, img_rel: str) -> str:
     r = ctx.results
     s = ctx.sizes
@@ -340,6 +377,20 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
             ),
             "",
         ]
+        serial = e2e.get("serial")
+        if serial:
+            out += breakdown_table(
+                "3b. Where a batch's time goes: serial (before) and pipelined (after)",
+                (
+                    "From `referee_stage_seconds{stage}` of the same two runs (scraped before"
+                    " and after), mean milliseconds per occurrence. The step's stages are per"
+                    " batch; the relay's per pump (one Kafka transaction). Serial is"
+                    " `REFEREE_PIPELINE=false`: each batch judged and written before the next"
+                    f" is fetched ({serial['eps']:,.0f} events/s); pipelined: the next batch"
+                    f" judged while the last commits ({sv['eps']:,.0f} events/s)."
+                ),
+                {"serial (before)": serial["stages"], "pipelined (after)": sv["stages"]},
+            )
     sw = r.get("sweep")
     if lat or sw:
         out += ["## 4. Latency and batch size", ""]
@@ -368,6 +419,15 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
                 f" {x['max']:.0f} |"
             )
         out += ["", f"![latency vs offered load]({img_rel}/latency_vs_load.png)", ""]
+        if all("stages" in x for x in lat):
+            out += breakdown_table(
+                "4b. Where a verdict's time goes, at each offered load",
+                (
+                    "From `referee_stage_seconds{stage}` and the latency histograms of the same"
+                    " runs (scraped before and after each load), mean milliseconds."
+                ),
+                {f"{x['load']:,}/s": x["stages"] for x in lat},
+            )
     if sw:
         out += [
             (
@@ -414,6 +474,36 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
             "## 6. What the relay's Kafka transactions cost",
             "",
             *AB_SECTION.read_text(encoding="utf-8").strip().splitlines(),
+            "",
+        ]
+    rl = r.get("relay")
+    if rl or (e2e and "outbox_hold" in e2e["serve"].get("stages", {})):
+        out += ["## 7. The scale ceiling", ""]
+        rows = ["| limit | measured | cluster-wide ceiling |", "|---|---|---|"]
+        if e2e and "outbox_hold" in e2e["serve"].get("stages", {}):
+            hold, batches = e2e["serve"]["stages"]["outbox_hold"]
+            per_batch = e2e["events"] / max(batches, 1)
+            rows.append(
+                f"| the writers' outbox lock, held per batch (batch of ~{per_batch:,.0f} events)"
+                f" | {hold:.2f} ms | {1000 / hold:,.0f} batches/s ="
+                f" {1000 / hold * per_batch:,.0f} events/s |"
+            )
+        if rl and e2e:
+            per_event = e2e["verdicts"] / e2e["events"]
+            rows.append(
+                f"| the one relay leader's publishing rate | {rl['verdicts_per_second']:,.0f}"
+                f" verdicts/s | {rl['verdicts_per_second'] / per_event:,.0f} events/s (at"
+                f" {per_event:.3f} verdicts per event) |"
+            )
+        out += [
+            (
+                "Two things every instance shares: the transaction lock that orders outbox"
+                " positions (each batch holds it from its outbox COPY to its commit), and the"
+                " relay, which one leader runs. Measured here, on one instance; docs/design.md"
+                ' ("Scale ceiling") says what they mean for N instances and what would lift them.'
+            ),
+            "",
+            *rows,
             "",
         ]
     notes = ctx.results.get("notes")

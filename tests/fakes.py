@@ -150,7 +150,7 @@ class FakeStepTransaction:
         self.store.next_id += count  # a sequence: ids are never given back
         return list(range(first, first + count))
 
-    async def append(self, rows: StepRows) -> None:
+    async def append(self, rows: StepRows) -> float | None:
         if self.store.refuse is not None:
             failure = self.store.refuse(rows)
             if failure is not None:
@@ -163,6 +163,7 @@ class FakeStepTransaction:
                     raise FakeRefusalError(f"place {(row.game_id, row.seq)} is taken twice")
                 taken.add((row.game_id, row.seq))
         self.staged.append(rows)
+        return None
 
 
 # ------------------------------------------------------------------------------ the relay

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from bench.context import Context
-from bench.scenarios import e2e, latency, memory, replay, replay2, store, sweep
+from bench.scenarios import e2e, latency, memory, relay, replay, replay2, store, sweep
 
 Scenario = Callable[[Context], Awaitable[None]]
 
@@ -24,4 +24,5 @@ SCENARIOS: dict[str, Scenario] = {
     "latency": latency.run,
     "sweep": sweep.run,
     "memory": memory.run,
+    "relay": relay.run,
 }

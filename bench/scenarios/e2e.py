@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from typing import Any
 
 import asyncpg
 import msgspec
@@ -15,6 +16,7 @@ from bench.context import E2E_BATCH, Context, say
 from bench.journal import ceiling_row
 from bench.process import count_lines, start_serve, stop_process
 from bench.readers import drain_values, wait_for_count
+from bench.scrape import means, snapshot
 from bench.services import fresh_database, fresh_topics, make_topics
 from referee.contracts.wire import EnvelopeProbe
 from referee.store.rows import JOURNAL_COLUMNS
@@ -76,17 +78,19 @@ async def serve_run(
     batch_size: int,
     name: str,
     extra_env: dict[str, str] | None = None,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Runs ``referee serve`` on a full input topic until every verdict is published."""
     url = await fresh_database(ctx, name, migrate=True)
     await make_topics(ctx, [topics.verdicts, topics.dlq])
     served = await start_serve(
         ctx, url, topics, name=name, batch_size=batch_size, extra_env=extra_env
     )
+    before = await snapshot(served.port)
     try:
         done = await wait_for_count(
             ctx, served, topics.verdicts, verdicts, limit=max(120.0, events / 500)
         )
+        stages = means(before, await snapshot(served.port))
     finally:
         stop_process(served.process)
     total = done - served.started
@@ -96,6 +100,7 @@ async def serve_run(
         "steady_eps": events / steady,
         "seconds": total,
         "startup": served.ready_at - served.started,
+        "stages": stages,
     }
 
 
@@ -117,6 +122,18 @@ async def run(ctx: Context) -> None:
     say(f"   ceiling: {ceiling['eps']:,.0f} events/s")
     run = await serve_run(ctx, topics, len(records), expected_verdicts, E2E_BATCH, "e2e")
     say(f"   referee serve: {run['eps']:,.0f} events/s ({run['seconds']:.1f} s)")
+    # the breakdown before the pipeline: the same run with each batch written before the next
+    serial_topics = fresh_topics(topics.input)
+    serial = await serve_run(
+        ctx,
+        serial_topics,
+        len(records),
+        expected_verdicts,
+        E2E_BATCH,
+        "e2e-serial",
+        extra_env={"REFEREE_PIPELINE": "false"},
+    )
+    say(f"   referee serve, serial: {serial['eps']:,.0f} events/s")
     # plausibility: the published verdicts are exactly those of the in-memory replay
     published = await drain_values(ctx, topics.verdicts, expected_verdicts)
     replayed = sorted((await asyncio.to_thread(verdicts_file.read_bytes)).splitlines())
@@ -128,6 +145,7 @@ async def run(ctx: Context) -> None:
         "produce_eps": produce_eps,
         "ceiling": ceiling,
         "serve": run,
+        "serial": serial,
         "same_verdicts": same,
         "partitions": 4,
     }

@@ -15,6 +15,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from bench.context import Context, say
 from bench.process import start_serve, stop_process, tail
+from bench.scrape import means, snapshot
 from bench.services import fresh_database, fresh_topics, make_topics
 from referee.processing.referee import Referee
 from referee.service.relay import partition_ids
@@ -149,6 +150,7 @@ async def run(ctx: Context) -> None:
             sent_at: dict[tuple[str, int], float] = {}
             games = {g for _, _, g, _ in lines}
             before = len(watcher.arrivals)
+            stages_before = await snapshot(served.port)
             achieved = await paced_produce(producer, topics.input, lines, load, sent_at)
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
@@ -163,6 +165,7 @@ async def run(ctx: Context) -> None:
                 for g, s, t in watcher.arrivals[before:]
                 if (g, s) in sent_at
             ]
+            stages = means(stages_before, await snapshot(served.port))
             if phase == 0:
                 say(f"   warm-up done ({len(latencies)} verdicts)")
                 continue
@@ -176,6 +179,7 @@ async def run(ctx: Context) -> None:
                 "p99": percentile(latencies, 0.99),
                 "max": max(latencies, default=math.nan),
                 "mean": statistics.fmean(latencies) if latencies else math.nan,
+                "stages": stages,
             }
             rows.append(row)
             say(

@@ -33,8 +33,12 @@ class StepTransaction(Protocol):
     async def reserve_journal_ids(self, count: int) -> list[int]:
         """Returns ``count`` fresh journal ids, ascending."""
 
-    async def append(self, rows: StepRows) -> None:
-        """Appends the step's rows; they are kept only if the transaction commits."""
+    async def append(self, rows: StepRows) -> float | None:
+        """Appends the step's rows; they are kept only if the transaction commits.
+
+        Returns when (``time.perf_counter``) it took the writers' outbox lock, which the
+        transaction holds until it ends; ``None`` when it wrote no outbox rows.
+        """
 
 
 class StepStore(Protocol):

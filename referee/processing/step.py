@@ -119,7 +119,8 @@ OnCommitted = Callable[[StepResult], None]
 StageObserver = Callable[[str, float], None]
 """Told how long each stage of a batch took (stage name, seconds), for the breakdown:
 ``decode`` (the edge), ``load`` (games and prints read, journal ids reserved), ``judge``,
-``rows``, ``wait`` (for the write before it), ``copy`` (fence and appends), ``commit``."""
+``rows``, ``wait`` (for the write before it), ``copy`` (fence and appends), ``commit``, and
+``outbox_hold`` (the writers' outbox lock held, from taking it to the commit's end)."""
 
 
 class ProcessingStep:
@@ -251,10 +252,13 @@ class ProcessingStep:
         started = time.perf_counter()
         async with self.store.transaction() as tx:
             await self._fence(tx, judged.expected)
-            await tx.append(judged.rows)
+            locked = await tx.append(judged.rows)
             copied = time.perf_counter()
+        ended = time.perf_counter()
         self.observe("copy", copied - started)
-        self.observe("commit", time.perf_counter() - copied)
+        self.observe("commit", ended - copied)
+        if locked is not None:  # how long every writer's outbox rows waited on this batch
+            self.observe("outbox_hold", ended - locked)
         if announce and self.on_committed is not None:
             # at once: the relay publishes (and metrics count) without waiting for the
             # next batch; the cache is settled later, under the lock

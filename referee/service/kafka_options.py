@@ -65,7 +65,7 @@ def relay_producer(settings: Settings, security: BaseSecurity | None) -> MakePro
         return AIOKafkaProducer(
             transactional_id=settings.relay_transactional_id,
             acks="all",
-            linger_ms=5,
+            linger_ms=0,  # a pump is sent whole, then committed: lingering only delays it
             client_id="referee-relay",
             **options,
         )

@@ -6,6 +6,7 @@ implementation on a real database. The hot path appends with COPY, in one transa
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -129,7 +130,7 @@ class PostgresStepTransaction:
         ids: list[int] = result.scalar_one()
         return sorted(ids)
 
-    async def append(self, rows: StepRows) -> None:
+    async def append(self, rows: StepRows) -> float | None:
         """Appends one step's rows with COPY.
 
         The outbox rows go last, under a transaction lock shared by every writer: outbox
@@ -151,12 +152,13 @@ class PostgresStepTransaction:
             if records:
                 await driver.copy_records_to_table(table, records=records, columns=columns)
         if not rows.verdicts and not rows.dead_letters:
-            return
+            return None
         # One round trip: the writers' lock, and a notification the relay receives when this
         # transaction commits (PostgreSQL delivers NOTIFY at commit, never before).
         await driver.execute(
             "SELECT pg_advisory_xact_lock($1), pg_notify($2, '')", OUTBOX_LOCK, OUTBOX_CHANNEL
         )
+        locked = time.perf_counter()
         outboxes: tuple[tuple[str, tuple[str, ...], list[Any]], ...] = (
             ("verdicts", VERDICT_COLUMNS, rows.verdicts),
             ("dead_letters", DEAD_LETTER_COLUMNS, rows.dead_letters),
@@ -164,3 +166,4 @@ class PostgresStepTransaction:
         for table, columns, records in outboxes:
             if records:
                 await driver.copy_records_to_table(table, records=records, columns=columns)
+        return locked

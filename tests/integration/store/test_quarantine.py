@@ -143,14 +143,14 @@ def refusing(chosen: bytes, calls: list[int]) -> Callable[..., Any]:
     store (SQLSTATE 22021), unless it is journaled as rejected."""
     real = PostgresStepTransaction.append
 
-    async def append(tx: PostgresStepTransaction, rows: StepRows) -> None:
+    async def append(tx: PostgresStepTransaction, rows: StepRows) -> float | None:
         calls.append(len(rows.journal))
         for row in rows.journal:
             if row.raw == chosen and row.reason != "internal_error":
                 raise asyncpg.exceptions.CharacterNotInRepertoireError(
                     "invalid byte sequence for encoding UTF8 (injected)"
                 )
-        await real(tx, rows)
+        return await real(tx, rows)
 
     return append
 
@@ -192,10 +192,10 @@ async def test_an_outage_is_raised_for_a_retry_and_quarantines_nothing(
     real = PostgresStepTransaction.append
     failures = [asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed")]
 
-    async def append(tx: PostgresStepTransaction, rows: StepRows) -> None:
+    async def append(tx: PostgresStepTransaction, rows: StepRows) -> float | None:
         if failures:
             raise failures.pop()
-        await real(tx, rows)
+        return await real(tx, rows)
 
     monkeypatch.setattr(PostgresStepTransaction, "append", append)
     with pytest.raises(asyncpg.exceptions.ConnectionDoesNotExistError):
