@@ -16,11 +16,11 @@ from functools import cache
 from typing import Any
 
 from referee.contracts.rejection import FileSource, KafkaSource, Source, raw_text, rejection_of
-from referee.contracts.verdicts import encode_canonical
+from referee.contracts.verdicts import VERDICT_TYPES, encode_canonical
 from referee.contracts.wire import EVENT_TYPES
 from referee.domain.errors import RejectionReason
 
-VERDICT_ORDER = ("FoulRecorded", "PointsScored", "BlockDeclared", "RoundScored", "GameWon")
+VERDICT_ORDER = VERDICT_TYPES
 """The verdict types in the order one input event gives them (RULES.md section 7)."""
 
 

@@ -263,6 +263,9 @@ VERDICTS: tuple[type[VerdictWire], ...] = (
     RoundScoredWire,
     GameWonWire,
 )
+VERDICT_TYPES: tuple[str, ...] = tuple(str(cls.__struct_config__.tag) for cls in VERDICTS)
+"""The verdicts' names, in the order one event's verdicts are announced (RULES.md section 7):
+the one table of them (their struct tags)."""
 
 
 _NAMESPACE_BYTES = VERDICT_NAMESPACE.bytes

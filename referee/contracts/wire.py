@@ -531,7 +531,8 @@ INPUT_EVENTS: tuple[type[WireEvent], ...] = (
     TileDrawnWire,
     PassedWire,
 )
-EVENT_TYPES = frozenset(("GameStarted", "RoundStarted", "TilePlayed", "TileDrawn", "Passed"))
+EVENT_TYPES: tuple[str, ...] = tuple(str(cls.__struct_config__.tag) for cls in INPUT_EVENTS)
+"""The input events' names, in EVENTS.md's order: the one table of them (their struct tags)."""
 
 
 class EnvelopeProbe(msgspec.Struct):

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from referee.domain.layout import Restart
+from referee.domain.layout import CONTINUE, Restart
 from referee.domain.rules import BlockConfirmation
 from referee.domain.state import RoundState
-
-_CONTINUE = Restart.CONTINUE
 
 
 class BlockInvariantError(AssertionError):
@@ -14,7 +12,7 @@ class BlockInvariantError(AssertionError):
 
 
 def extend_chain(
-    chain: tuple[int, ...], seat: int, confirms: bool, restart: Restart = _CONTINUE
+    chain: tuple[int, ...], seat: int, confirms: bool, restart: Restart = CONTINUE
 ) -> tuple[int, ...]:
     """Returns the confirmation chain after ``seat`` passed.
 
@@ -24,7 +22,7 @@ def extend_chain(
     """
     if not confirms:
         return ()
-    if restart is _CONTINUE:
+    if restart is CONTINUE:
         return (*chain, seat)
     return (seat,) if restart is Restart.FRESH else ()
 

@@ -16,7 +16,7 @@ from referee.domain.events import (
     TilePlayed,
 )
 from referee.domain.fouls import FoulKind
-from referee.domain.layout import Layout, Restart
+from referee.domain.layout import CONTINUE, Layout
 from referee.domain.options import game_problem
 from referee.domain.play_scoring import play_points
 from referee.domain.rules import (
@@ -61,7 +61,6 @@ _DRAW_ONCE = DrawRule.ONCE
 _DRAWING_FOULS = DrawWhileAble.FOUL
 _NO_PLAY_SCORING = PlayScoring.NONE
 _PENALTY = Scoring.PENALTY
-_CONTINUE = Restart.CONTINUE
 _FOUL = FoulKind
 
 
@@ -387,7 +386,7 @@ def _pass(game: GameState, rnd: RoundState, seat: int) -> Judgement:
         game, recorded = _foul(game, seat, foul)
         verdicts = (recorded,)
     passed = layout.passed(seat)  # trains: the passer's train opens
-    restart = _CONTINUE if passed is layout else passed.restart(layout, seat)
+    restart = CONTINUE if passed is layout else passed.restart(layout, seat)
     after = round_state(
         rnd.round_number,
         rnd.hand_masks,

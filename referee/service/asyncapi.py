@@ -20,12 +20,13 @@ from typing import Any
 from faststream.specification import AsyncAPI
 
 from referee.contracts.schemas import all_schemas
-from referee.contracts.wire import GAME_ID_PATTERN
+from referee.contracts.verdicts import VERDICT_TYPES
+from referee.contracts.wire import EVENT_TYPES, GAME_ID_PATTERN
 from referee.service.relay import POSITION_HEADER
 from referee.service.settings import Settings
 
-INPUT = ["GameStarted", "RoundStarted", "TilePlayed", "TileDrawn", "Passed"]
-VERDICTS = ["FoulRecorded", "PointsScored", "BlockDeclared", "RoundScored", "GameWon"]
+INPUT = list(EVENT_TYPES)
+VERDICTS = list(VERDICT_TYPES)
 DEAD = ["EventRejected"]
 
 KAFKA_BINDING = "0.4.0"
