@@ -28,6 +28,7 @@ from aiokafka.errors import ProducerFenced
 from aiokafka.partitioner import murmur2
 
 from referee.service.metrics import Metrics
+from referee.service.retry import Backoff
 from referee.store.relay_store import Backlog, OutboxRow
 
 log = logging.getLogger("referee.relay")
@@ -272,23 +273,23 @@ class OutboxRelay:
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Leads when it can, until ``stopping`` is set; recovers from every failure."""
-        backoff = 0.5
+        waits = Backoff(first=0.5, most=10.0)
         while not stopping.is_set():
             self.alive_at = time.monotonic()
             try:
                 await self._try_to_lead(stopping)
-                backoff = 0.5
+                waits.succeeded()
             except ProducerFenced:
+                delay = waits.failed()
                 log.warning(
                     "relay fenced: a newer leader initialised the transactional id",
-                    extra={"retry_in_seconds": backoff},
+                    extra={"retry_in_seconds": delay},
                 )
-                await _sleep_unless(stopping, backoff)
-                backoff = min(backoff * 2, 10.0)
+                await _sleep_unless(stopping, delay)
             except Exception:
-                log.exception("relay failed; retrying", extra={"retry_in_seconds": backoff})
-                await _sleep_unless(stopping, backoff)
-                backoff = min(backoff * 2, 10.0)
+                delay = waits.failed()
+                log.exception("relay failed; retrying", extra={"retry_in_seconds": delay})
+                await _sleep_unless(stopping, delay)
 
     def notify(self) -> None:
         """Wakes the relay: outbox rows were committed."""
