@@ -77,7 +77,7 @@ class Referee:
         ledgers are changed only once a record's outcome is complete, so a failure part way
         leaves them as they were.
         """
-        record = RawRecord(raw)
+        record: RawRecord = raw  # type: ignore[assignment]  # RawRecord(raw) would be a call
         try:
             if isinstance(parsed, Unparsed):
                 result = self._unparsed(record, source, parsed)

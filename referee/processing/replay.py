@@ -79,19 +79,26 @@ class Records:
         (EVENTS.md).
         """
         progress = self.progress
+        if progress is None:
+            for number, line in enumerate(self.stream, start=1):
+                record = line.rstrip(b"\n")  # a line holds one newline at the most, at its end
+                if record[-1:] == b"\r":
+                    record = record[:-1]
+                # A record almost always opens its object at once: strip only what does not.
+                if record[:1] == b"{" or record.strip(BLANK):
+                    yield number, record
+            return
         size = number = 0
         for number, line in enumerate(self.stream, start=1):
-            if progress is not None:
-                size += len(line)
-                if not number % PROGRESS_EVERY:
-                    progress(size, number)
-            record = line[:-1] if line.endswith(b"\n") else line
-            if record.endswith(b"\r"):
+            size += len(line)
+            if not number % PROGRESS_EVERY:
+                progress(size, number)
+            record = line.rstrip(b"\n")
+            if record[-1:] == b"\r":
                 record = record[:-1]
-            if record.strip(BLANK):
+            if record[:1] == b"{" or record.strip(BLANK):
                 yield number, record
-        if progress is not None:
-            progress(size, number)
+        progress(size, number)
 
 
 def read_log(path: Path) -> Iterator[tuple[int, bytes]]:
