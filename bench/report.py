@@ -503,12 +503,24 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
                 f" | {hold:.2f} ms | {1000 / hold:,.0f} batches/s ="
                 f" {1000 / hold * per_batch:,.0f} events/s |"
             )
-        if rl and e2e:
-            per_event = e2e["verdicts"] / e2e["events"]
+        if rl:
+            rate = rl["verdicts_per_second"]
+            ceilings = []
+            if e2e:
+                per_event = e2e["verdicts"] / e2e["events"]
+                ceilings.append(
+                    f"{rate / per_event:,.0f} events/s of the edition-1 log"
+                    f" ({per_event:.3f} verdicts per event)"
+                )
+            if rl.get("events"):
+                per_event = rl["verdicts"] / rl["events"]
+                ceilings.append(
+                    f"{rate / per_event:,.0f} events/s of the edition-2 log"
+                    f" ({per_event:.3f} verdicts per event)"
+                )
             rows.append(
-                f"| the one relay leader's publishing rate | {rl['verdicts_per_second']:,.0f}"
-                f" verdicts/s | {rl['verdicts_per_second'] / per_event:,.0f} events/s (at"
-                f" {per_event:.3f} verdicts per event) |"
+                f"| the one relay leader's publishing rate ({rl['verdicts']:,} verdicts in"
+                f" {rl['seconds']:.2f} s) | {rate:,.0f} verdicts/s | {'; '.join(ceilings)} |"
             )
         out += [
             (

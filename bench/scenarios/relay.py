@@ -1,9 +1,9 @@
 """7. The relay's publishing rate: a full outbox, one leader, until the topic holds it all.
 
-The verdicts of the main log are stored with ``referee replay --database`` (no relay runs
-there); then ``referee serve`` starts on an empty input topic and its relay publishes the
-whole outbox. The rate is the single leader's ceiling, which bounds a cluster's (see
-docs/design.md, "Scale ceiling").
+The verdicts of the edition-2 log (every family, scoring during play: many verdicts) are
+stored with ``referee replay --database`` (no relay runs there); then ``referee serve``
+starts on an empty input topic and its relay publishes the whole outbox. The rate is the
+single leader's ceiling, which bounds a cluster's (see docs/design.md, "Scale ceiling").
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 import asyncpg
 
 from bench.context import Context, say
-from bench.process import count_lines, run_cli, start_serve, stop_process
+from bench.process import run_cli, start_serve, stop_process
 from bench.readers import committed_reader
 from bench.services import fresh_database, fresh_topics, make_topics
 
@@ -22,12 +22,13 @@ async def run(ctx: Context) -> None:
     """Publishes a stored outbox of the main log's verdicts and measures the rate."""
     say("7. the relay's publishing rate")
     logs = ctx.shared_logs()
-    verdicts = count_lines(logs.main_verdicts)
     url = await fresh_database(ctx, "relay", migrate=True)
-    run_cli(["replay", str(logs.main), "--database", url, "--output", "/dev/null"])
+    run_cli(["replay", str(logs.edition2), "--database", url, "--output", "/dev/null"])
     conn = await asyncpg.connect(url)
     try:
+        verdicts = int(await conn.fetchval("SELECT count(*) FROM verdicts"))
         dead = int(await conn.fetchval("SELECT count(*) FROM dead_letters"))
+        events = int(await conn.fetchval("SELECT count(*) FROM journal"))
     finally:
         await conn.close()
     topics = fresh_topics()
@@ -44,11 +45,12 @@ async def run(ctx: Context) -> None:
     say(f"   {verdicts} verdicts published in {seconds:.1f} s: {rate:,.0f} verdicts/s")
     ctx.results["relay"] = {
         "verdicts": verdicts,
+        "events": events,
         "dead_letters": dead,
         "seconds": seconds,
         "verdicts_per_second": rate,
     }
-    ctx.note("uv run referee replay MAIN --database URL   # then serve on an empty input topic")
+    ctx.note("uv run referee replay EDITION2 --database URL   # then serve on an empty input topic")
 
 
 async def send_times(ctx: Context, topic: str, expected: int, limit: float) -> tuple[int, int]:
