@@ -41,7 +41,43 @@ def is_too_deep(raw: bytes) -> bool:
     """Checks if the JSON in ``raw`` nests deeper than ``MAX_DEPTH``."""
     # Fewer brackets than the limit in all cannot nest deeper than it: that is every ordinary
     # event, so the exact scan runs only for large deals and hostile input.
-    return raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return False
+    shallow = _shallow_depth(raw)
+    return shallow is None and nesting_depth(raw) > MAX_DEPTH
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"\\')
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+
+
+def _shallow_depth(raw: bytes) -> int | None:
+    """Returns the nesting depth when the brackets outside strings are balanced and nest at
+    most ``MAX_DEPTH`` deep, else ``None`` (the exact scan then decides).
+
+    A deal's brackets (a large deal has a hundred) are peeled in C: every byte but a bracket or
+    a quote deleted, then the strings (the pieces between paired quotes, when no escape makes
+    them harder to find), then the innermost pairs removed a level a pass (one ``re.sub``
+    pass removes only the pairs that are innermost when it starts), so the passes that empty
+    the brackets are the depth: 4 for any event of the contract.
+    """
+    structure = raw.translate(None, _NOT_STRUCTURE)
+    if b"\\" in structure or structure.count(b'"') % 2:
+        brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    else:  # no escape and the quotes paired: every other piece between quotes is outside
+        brackets = b"".join(structure.split(b'"')[::2])
+    depth = 0
+    while brackets:
+        if depth == MAX_DEPTH:
+            return None
+        peeled = _INNERMOST.sub(b"", brackets)
+        if len(peeled) == len(brackets):
+            return None  # unbalanced or mismatched: not JSON the typed decoder reads
+        brackets = peeled
+        depth += 1
+    return depth
 
 
 def flattened(raw: bytes) -> bytes:
