@@ -26,8 +26,8 @@ from referee.contracts.rejection import Source
 from referee.contracts.state_codec import decode_state, encode_state
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import InputEvent
-from referee.processing.ledger import Fingerprint, GameLedger
-from referee.processing.outcome import Processed, Tally
+from referee.processing.ledger import Fingerprint, GameLedger, event_print
+from referee.processing.outcome import Outcome, Processed, Tally
 from referee.processing.ports import StepStore, StepTransaction
 from referee.processing.referee import Referee, failure_detail
 from referee.store.rows import (
@@ -40,6 +40,9 @@ from referee.store.rows import (
 )
 
 log = logging.getLogger("referee.step")
+
+_new = tuple.__new__
+_OUTCOME_TEXT = {o: o.value for o in Outcome}
 
 
 def _key_of(game_id: str | None) -> bytes | None:
@@ -431,30 +434,39 @@ class ProcessingStep:
         last_of_partition: dict[tuple[str, int], tuple[int, int]] = {}
         games = self.referee.games
         max_event_bytes = self.referee.max_event_bytes
+        journal = rows.journal.append
+        # Once per record: rows built with tuple.__new__ (a named tuple's generated __new__
+        # costs as much again), Processed.fingerprint and the enums' .value written out.
         for journal_id, (record, p) in zip(ids, processed, strict=True):
             rejection = p.rejection
-            fp = p.fingerprint
-            rows.journal.append(
-                JournalRow(
-                    journal_id,
-                    record.topic,
-                    record.partition,
-                    record.offset,
-                    p.game_id,
-                    p.seq,
-                    p.event_id,
-                    p.event_type,
-                    p.outcome.value,
-                    None if rejection is None else rejection.reason.value,
-                    p.took_place,
-                    fp,
-                    record.raw,
-                    max_event_bytes,
+            content = p.content
+            fp = content if content.__class__ is Fingerprint else event_print(content)  # type: ignore[arg-type]
+            game_id = p.game_id
+            took_place = p.took_place
+            journal(
+                _new(
+                    JournalRow,
+                    (
+                        journal_id,
+                        record.topic,
+                        record.partition,
+                        record.offset,
+                        game_id,
+                        p.seq,
+                        p.event_id,
+                        p.event_type,
+                        _OUTCOME_TEXT[p.outcome],
+                        None if rejection is None else rejection.reason.value,
+                        took_place,
+                        fp,
+                        record.raw,
+                        max_event_bytes,
+                    ),
                 )
             )
-            if p.took_place and p.game_id is not None and p.seq is not None:
-                last_of_game[p.game_id] = journal_id
-                games[p.game_id].settle(p.seq, p.event_id, record.raw, fp)
+            if took_place and game_id is not None and p.seq is not None:
+                last_of_game[game_id] = journal_id
+                games[game_id].settle(p.seq, p.event_id, record.raw, fp)
             for v in p.verdicts:
                 rows.verdicts.append(
                     VerdictRow(
@@ -470,7 +482,7 @@ class ProcessingStep:
                 rows.dead_letters.append(
                     DeadLetterRow(
                         journal_id,
-                        record.key if record.key is not None else _key_of(p.game_id),
+                        record.key if record.key is not None else _key_of(game_id),
                         rejection.reason.value,
                         encode_canonical(rejection).decode(),
                     )
