@@ -78,6 +78,13 @@ class FakeStepStore:
         # reached only when the block did not raise: the transaction commits
         self._commit(tx.staged)
 
+    @asynccontextmanager
+    async def reads(self) -> AsyncIterator[FakeStepTransaction]:
+        tx = FakeStepTransaction(self)
+        yield tx
+        assert not tx.staged, "reads() appends nothing"
+        assert not tx.held, "reads() takes no lock"
+
     def is_outage(self, exc: BaseException) -> bool:
         return isinstance(exc, FakeOutageError)
 

@@ -52,6 +52,10 @@ class StepStore(Protocol):
     def transaction(self) -> AbstractAsyncContextManager[StepTransaction]:
         """Opens a transaction: committed when the block ends, rolled back if it raises."""
 
+    def reads(self) -> AbstractAsyncContextManager[StepTransaction]:
+        """Opens a connection for reads only (games, prints, journal ids), each standing
+        alone: what they read is checked again by the fence of the write that follows."""
+
     def is_outage(self, exc: BaseException) -> bool:
         """Checks if a failure came from the store being unavailable (to retry), rather than
         from something in the records (to isolate)."""

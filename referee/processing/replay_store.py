@@ -21,8 +21,6 @@ from referee.store.step_store import PostgresStepStore
 
 REPLAY_GROUP = "replay"
 
-_new = tuple.__new__
-
 
 def log_topic(name: str | Path) -> str:
     """Returns the pseudo-topic a log's positions are stored under (its absolute path, or
@@ -78,9 +76,7 @@ async def replay_into_store(
     stream = opened(log)
     try:
         for number, line in Records(stream, progress):
-            # InputRecord(line, topic, 0, number, source), without the generated __new__.
-            source = FileSource(name, number)
-            batch.append(_new(InputRecord, (line, topic, 0, number, source, None, None)))
+            batch.append(InputRecord(line, topic, 0, number, FileSource(name, number)))
             if len(batch) >= batch_size:
                 await step.submit(batch)
                 batch = []

@@ -41,7 +41,6 @@ from referee.store.rows import (
 
 log = logging.getLogger("referee.step")
 
-_new = tuple.__new__
 _OUTCOME_TEXT = {o: o.value for o in Outcome}
 
 
@@ -354,7 +353,7 @@ class ProcessingStep:
         expected = {(r.topic, r.partition): positions[r.topic, r.partition] for r in fresh}
         try:
             started = time.perf_counter()
-            async with self.store.transaction() as tx:
+            async with self.store.reads() as tx:
                 await self._load(tx, parsed, touched)
                 ids = await tx.reserve_journal_ids(len(fresh))
             loaded = time.perf_counter()
@@ -435,8 +434,8 @@ class ProcessingStep:
         games = self.referee.games
         max_event_bytes = self.referee.max_event_bytes
         journal = rows.journal.append
-        # Once per record: rows built with tuple.__new__ (a named tuple's generated __new__
-        # costs as much again), Processed.fingerprint and the enums' .value written out.
+        # Once per record: Processed.fingerprint and the enum's .value written out. The rows
+        # are built by their typed constructors, so mypy holds each field to its column.
         for journal_id, (record, p) in zip(ids, processed, strict=True):
             rejection = p.rejection
             content = p.content
@@ -444,24 +443,21 @@ class ProcessingStep:
             game_id = p.game_id
             took_place = p.took_place
             journal(
-                _new(
-                    JournalRow,
-                    (
-                        journal_id,
-                        record.topic,
-                        record.partition,
-                        record.offset,
-                        game_id,
-                        p.seq,
-                        p.event_id,
-                        p.event_type,
-                        _OUTCOME_TEXT[p.outcome],
-                        None if rejection is None else rejection.reason.value,
-                        took_place,
-                        fp,
-                        record.raw,
-                        max_event_bytes,
-                    ),
+                JournalRow(
+                    journal_id,
+                    record.topic,
+                    record.partition,
+                    record.offset,
+                    game_id,
+                    p.seq,
+                    p.event_id,
+                    p.event_type,
+                    _OUTCOME_TEXT[p.outcome],
+                    None if rejection is None else rejection.reason.value,
+                    took_place,
+                    fp,
+                    record.raw,
+                    max_event_bytes,
                 )
             )
             if took_place and game_id is not None and p.seq is not None:

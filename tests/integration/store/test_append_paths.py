@@ -1,0 +1,126 @@
+"""A batch's rows appended by INSERT (small batches) and by COPY (large ones) are the same
+rows: every column, the outbox order included."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from referee.store.database import create_engine, migrate
+from referee.store.rows import (
+    DeadLetterRow,
+    GameVersionRow,
+    JournalRow,
+    PositionRow,
+    StepRows,
+    VerdictRow,
+)
+from referee.store.step_store import PostgresStepStore
+from tests.integration.conftest import create_database, drop_database, fetch
+
+pytestmark = pytest.mark.postgres
+
+BIG = 2**53 - 1
+
+
+def awkward_rows() -> StepRows:
+    """Rows with every kind of value the edge lets through: NULLs, the largest integers,
+    NUL and invalid UTF-8 in the raw bytes, non-ASCII text."""
+    rows = StepRows()
+    raw = b'{"type":"Passed","game_id":"t\xc3\xa9","seq":9007199254740991}\x00\xff'
+    for i in range(1, 6):
+        rows.journal.append(
+            JournalRow(
+                i,
+                "file:/logs/ünï.jsonl",
+                2**31 - 1,
+                BIG,
+                None if i == 3 else f"g-{i}",
+                None if i == 3 else BIG - i,
+                None if i == 3 else f"é-{i}",
+                None if i == 3 else "Passed",
+                "rejected" if i == 3 else "applied",
+                "malformed_json" if i == 3 else None,
+                i != 3,
+                bytes([i]) * 16,
+                raw,
+                None if i == 2 else 64 * 1024,
+            )
+        )
+    rows.versions += [
+        GameVersionRow("g-1", BIG - 1, '{"players": ["ä", "b"], "round": null}', 1),
+        GameVersionRow("g-2", 1, '{"note": "\\u00e9 and \\n"}', 2),
+    ]
+    rows.verdicts += [
+        VerdictRow(f"v-{k}", "g-1", "FoulRecorded", BIG - k, 1, f'{{"k": {k}, "t": "ü"}}')
+        for k in (5, 1, 4, 2, 3)  # not sorted: the outbox keeps the rows' order
+    ]
+    rows.dead_letters += [
+        DeadLetterRow(3, None, "malformed_json", '{"raw": "\\u0000"}'),
+        DeadLetterRow(4, b"\x00key\xff", "seq_gap", "{}"),
+    ]
+    rows.positions += [
+        PositionRow("replay", "file:/logs/ünï.jsonl", 2**31 - 1, BIG, 5),
+        PositionRow("replay", "other", 0, 0, 4),
+    ]
+    return rows
+
+
+TABLES = {
+    "journal": "SELECT * FROM journal ORDER BY id",
+    "game_versions": "SELECT * FROM game_versions ORDER BY game_id, version",
+    "verdicts": "SELECT * FROM verdicts ORDER BY position",
+    "dead_letters": "SELECT * FROM dead_letters ORDER BY position",
+    "consumer_positions": "SELECT * FROM consumer_positions ORDER BY topic",
+}
+
+
+async def appended(url: str, insert_below: int) -> dict[str, list[dict[str, object]]]:
+    store = PostgresStepStore(create_engine(url), insert_below=insert_below)
+    try:
+        async with store.transaction() as tx:
+            await tx.reserve_journal_ids(1)  # a statement begins the transaction
+            await tx.append(awkward_rows())
+    finally:
+        await store.engine.dispose()
+    return {
+        table: [{k: v for k, v in dict(r).items() if k != "recorded_at"} for r in rows]
+        for table, query in TABLES.items()
+        if (rows := await fetch(url, query))
+    }
+
+
+async def test_insert_and_copy_append_the_same_rows(admin_url: str, migrated_database: str) -> None:
+    other = await create_database(admin_url)
+    try:
+        await asyncio.to_thread(migrate, other)
+        by_insert = await appended(migrated_database, insert_below=1000)
+        by_copy = await appended(other, insert_below=0)
+    finally:
+        await drop_database(admin_url, other)
+    assert by_insert == by_copy
+    assert set(by_insert) == set(TABLES)
+    assert [v["verdict_id"] for v in by_insert["verdicts"]] == [f"v-{k}" for k in (5, 1, 4, 2, 3)]
+    assert by_insert["journal"][2]["raw"] == awkward_rows().journal[2].raw
+    assert by_insert["journal"][1]["max_event_bytes"] is None
+
+
+async def test_an_insert_the_database_refuses_fails_the_whole_transaction(
+    migrated_database: str,
+) -> None:
+    store = PostgresStepStore(create_engine(migrated_database), insert_below=1000)
+    rows = awkward_rows()
+    rows.verdicts.append(rows.verdicts[0])  # the same verdict id twice: a unique violation
+
+    async def write() -> None:
+        async with store.transaction() as tx:
+            await tx.reserve_journal_ids(1)
+            await tx.append(rows)
+
+    try:
+        with pytest.raises(Exception, match="verdict_id"):
+            await write()
+    finally:
+        await store.engine.dispose()
+    assert await fetch(migrated_database, "SELECT id FROM journal") == []
