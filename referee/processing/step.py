@@ -95,9 +95,11 @@ class PositionMoved(Exception):  # noqa: N818 - a fact, like the events
 
 Partition = tuple[str, int]
 
-YIELD_EVERY = 256
-"""Records judged between two yields to the event loop, so the write in flight (and the
-consumer's fetches) go on while a batch is judged."""
+YIELD_AFTER = 0.005
+"""Seconds of decoding or judging between two yields to the event loop, so the write in
+flight, the consumer's fetches and heartbeats and the probes go on while a batch is judged,
+however long its records take (a hostile record at the size limit takes up to ~20 ms at the
+edge; a batch of them would otherwise hold the loop for tens of seconds)."""
 
 
 @dataclass(slots=True)
@@ -346,8 +348,16 @@ class ProcessingStep:
         result = StepResult(skipped=len(records) - len(fresh), transactions=1)
         referee = self.referee
         decoding = time.perf_counter()
-        parsed = [referee.parse(r.raw) for r in fresh]
-        self.observe("decode", time.perf_counter() - decoding)
+        parsed: list[InputEvent | Unparsed] = []
+        parse = referee.parse
+        clock = time.perf_counter
+        slice_end = decoding + YIELD_AFTER
+        for r in fresh:
+            parsed.append(parse(r.raw))
+            if clock() > slice_end:
+                await asyncio.sleep(0)
+                slice_end = clock() + YIELD_AFTER
+        self.observe("decode", clock() - decoding)
         touched = {g for p in parsed if (g := p.game_id) is not None}
         counted = referee.tally.copy()
         expected = {(r.topic, r.partition): positions[r.topic, r.partition] for r in fresh}
@@ -358,10 +368,13 @@ class ProcessingStep:
                 ids = await tx.reserve_journal_ids(len(fresh))
             loaded = time.perf_counter()
             processed = result.processed
-            for i, (record, event) in enumerate(zip(fresh, parsed, strict=True)):
-                processed.append((record, referee.apply(record.raw, record.source, event)))
-                if i % YIELD_EVERY == YIELD_EVERY - 1:
+            apply = referee.apply
+            slice_end = clock() + YIELD_AFTER
+            for record, event in zip(fresh, parsed, strict=True):
+                processed.append((record, apply(record.raw, record.source, event)))
+                if clock() > slice_end:
                     await asyncio.sleep(0)
+                    slice_end = clock() + YIELD_AFTER
             judged = time.perf_counter()
             rows = self._rows(processed, ids)
             self.observe("load", loaded - started)

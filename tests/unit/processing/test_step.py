@@ -338,3 +338,34 @@ async def test_a_failed_write_evicts_the_games_of_the_next_batch_too() -> None:
     for part in (a[:10], b[:10], a[10:20], b[10:20]):
         await again.process(part)
     assert outcomes(store) == outcomes(straight)
+
+
+async def test_decoding_and_judging_a_batch_give_the_event_loop_its_turns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With no time allowed between yields, the step yields after every record it decodes
+    # and every record it judges: a batch of slow records cannot hold the loop (the
+    # consumer's heartbeats and the probes run on it).
+    from referee.processing import step as step_module
+
+    monkeypatch.setattr(step_module, "YIELD_AFTER", 0.0)
+    turns = 0
+    stop = asyncio.Event()
+
+    async def other_task() -> None:
+        nonlocal turns
+        while not stop.is_set():
+            turns += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(other_task())
+    await asyncio.sleep(0)
+    store = FakeStepStore()
+    batch = STREAM[:30]
+    before = turns
+    await ProcessingStep(store, GROUP).process(batch)
+    during = turns - before
+    stop.set()
+    await ticker
+    assert len(store.journal) == 30
+    assert during >= 2 * len(batch), f"the loop ran other work {during} times for 30 records"
