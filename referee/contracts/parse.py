@@ -33,8 +33,14 @@ from referee.domain.errors import RejectionReason
 DEFAULT_MAX_EVENT_BYTES = 64 * 1024
 
 _DECODER = msgspec.json.Decoder(InputEvent)
-_PROBE = msgspec.json.Decoder(EnvelopeProbe)
-_ANY = msgspec.json.Decoder()
+# The error paths read every number JSON's grammar allows: a float beyond a double's range
+# (1e400, -1e400) is read as an infinite float, where msgspec's untyped decoder fails with
+# "Number out of range", a DecodeError as for malformed JSON. The grammar is msgspec's own, so
+# what these decoders still fail on is malformed JSON.
+_PROBE = msgspec.json.Decoder(EnvelopeProbe, float_hook=float)
+_ANY = msgspec.json.Decoder(float_hook=float)
+_OUT_OF_RANGE = "Number out of range"
+"""How the typed decoder's message begins when it met a float beyond a double's range."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,16 +176,21 @@ def _too_deep(raw: bytes) -> Unparsed:
 
 
 def _explain(raw: bytes, message: str) -> InputEvent | Unparsed:
-    """Explains why a well-formed record failed validation, or reads it with repeated keys.
+    """Explains why a record failed validation, or reads it with repeated keys.
 
     The typed decoder meets the fields in their order and so fails on a repeated key whose
     first value is wrong (a repeated ``type`` above all); EVENTS.md reads a repeated key as its
     last value, which is what the generic decoder keeps. When the record is valid read that
     way, it is the event.
+
+    The typed decoder stops at its first fault, so the rest of the record (malformed JSON
+    included) is met only here. Its ``message`` is the detail, but for a float beyond a
+    double's range (1e400: valid JSON, read here as an infinite float): the conversion then
+    says what the field takes, as it does for any other float there.
     """
     try:
         value = _ANY.decode(raw)
-    except msgspec.DecodeError as exc:  # valid for the typed decoder means valid JSON; defensive
+    except msgspec.DecodeError as exc:  # malformed after the typed decoder's fault
         return Unparsed(RejectionReason.MALFORMED_JSON, f"not valid JSON: {exc}", None, None, None)
     if not isinstance(value, dict):
         return Unparsed(
@@ -197,8 +208,9 @@ def _explain(raw: bytes, message: str) -> InputEvent | Unparsed:
         return _unparsed(raw, RejectionReason.UNKNOWN_TYPE, f"type {kind!r} is not one of {known}")
     try:
         event: InputEvent = msgspec.convert(value, InputEvent)
-    except msgspec.ValidationError:
-        return _unparsed(raw, RejectionReason.SCHEMA_VIOLATION, f"{kind}: {message}")
+    except msgspec.ValidationError as exc:
+        detail = str(exc) if message.startswith(_OUT_OF_RANGE) else message
+        return _unparsed(raw, RejectionReason.SCHEMA_VIOLATION, f"{kind}: {detail}")
     return event
 
 

@@ -212,6 +212,85 @@ def test_end_not_available_beats_double_unsatisfied() -> None:
     _rejected(bound, "bob plays 5-2 on dee", "bob", FoulKind.END_NOT_AVAILABLE)
 
 
+OWN_DOUBLE_PENDING = "ann: 12-5 5-5 6-0 12-3 | bob: 5-2 12-6 6-1 | cid: 12-7 3-4 | engine 12"
+"""After ``OPENING`` ann's train shows 5, bob's (closed) 6, cid's (closed) 7, the Mexican 12;
+ann's 5-5 on her own train is then pending (bob's 5-2 answers it) and the turn stays with her.
+Her 6-0 matches bob's train, her 12-3 the Mexican train."""
+
+
+def test_double_unsatisfied_beats_train_closed() -> None:
+    """RULES.md section 3 lists, in this order,
+
+        | play | `trains`: a double is pending (§8.2) and the train named is not the one it is
+        on | rejected | `double_unsatisfied` |
+        | play | `trains`: the train named is another player's personal train and it is
+        closed | rejected | `train_closed` |
+
+    and decides "When several rows apply, the first in the table decides". Section 8.2: "Personal
+    trains start each round closed; the Mexican train is always open. [...] A play by a train's
+    owner on their own train closes it." and "Available trains for player P: if a double is
+    pending, only the train it is on." So with her own double pending, ann naming bob's closed
+    train is ``double_unsatisfied``, not ``train_closed``.
+    """
+    game = deal(OWN_DOUBLE_PENDING, TRAINS)
+    opened, _ = steps(game, *OPENING)
+    # Both rows apply on their own: bob's closed train before the double ...
+    _rejected(opened, "ann plays 6-0 on bob", "ann", FoulKind.TRAIN_CLOSED)
+    bound, _ = steps(opened, "ann plays 5-5 on ann")
+    assert trains_of(bound).double_pending
+    assert open_trains(bound) == {"mexican"}  # bob's and cid's trains are closed
+    assert turn(bound) == "ann"
+
+    # ... and with the double pending on ann's train the first row decides.
+    _rejected(bound, "ann plays 6-0 on bob", "ann", FoulKind.DOUBLE_UNSATISFIED)
+    # cid's closed train shows 7: three rows apply (tile_does_not_match too), the first decides.
+    _rejected(bound, "ann plays 6-0 on cid", "ann", FoulKind.DOUBLE_UNSATISFIED)
+
+
+def test_a_pending_double_binds_its_own_player_away_from_the_mexican_train() -> None:
+    """RULES.md section 8.2: "Available trains for player P: if a double is pending, only the
+    train it is on." The Mexican train, always open, is no exception: ann's 12-3 matches it, but
+    her own double pending on her train makes the play ``double_unsatisfied``."""
+    game = deal(OWN_DOUBLE_PENDING, TRAINS)
+    bound, _ = steps(game, *OPENING, "ann plays 5-5 on ann")
+
+    _rejected(bound, "ann plays 12-3 on mexican", "ann", FoulKind.DOUBLE_UNSATISFIED)
+
+
+ELSEWHERE = (
+    "ann: 0-0 | bob: 1-1 | cid: 5-2 | dee: 7-0 3-8 4-9 5-6"
+    " | trains ann 4 bob 5 cid 6 dee 7 mexican 3 | open bob cid | pending bob by cid | turn dee"
+)
+"""cid's double on bob's open train is pending (cid passed since, opening his own train); dee,
+on turn, holds a tile for her own train (7-0), the Mexican (3-8), ann's closed train (4-9) and
+the pending double's (5-6)."""
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "dee plays 7-0 on dee",  # her own train
+        "dee plays 3-8 on mexican",  # the Mexican train
+        "dee plays 4-9 on ann",  # ann's closed train: before train_closed
+        "dee plays 7-0 on ann",  # ... and before tile_does_not_match
+        "dee plays 4-9 on cid",  # cid's open train, where the tile does not match
+    ],
+)
+def test_a_double_pending_on_another_train_makes_every_other_train_double_unsatisfied(
+    line: str,
+) -> None:
+    """RULES.md section 8.2: "Available trains for player P: if a double is pending, only the
+    train it is on. Otherwise P's own train, the Mexican train, and every other player's open
+    train." Section 3: "When several rows apply, the first in the table decides", and
+    `double_unsatisfied` comes before `train_closed` and `tile_does_not_match`."""
+    game = table(ELSEWHERE, rules=TRAINS)
+
+    _rejected(game, line, "dee", FoulKind.DOUBLE_UNSATISFIED)
+    after, produced = steps(game, "dee plays 5-6 on bob")  # the double's own train: applied
+    assert produced == [()]
+    assert not trains_of(after).double_pending
+
+
 def test_with_a_double_pending_only_its_train_counts_for_can_play() -> None:
     game = deal(SATISFIED_BY_NEXT, TRAINS)
     bound, _ = steps(game, *OPENING, "ann plays 5-5 on ann", "ann passes", "bob plays 5-2 on ann")
