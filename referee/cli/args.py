@@ -7,15 +7,19 @@ line with exit status 2 (``EXIT_USAGE``).
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, BinaryIO, NoReturn
+from typing import IO, TYPE_CHECKING, BinaryIO, NoReturn
 
 from referee.cli.errors import EXIT_USAGE, UsageError
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 WORKERS_CAP = 64
 """The most ``replay --workers``: each is a process; past the cores it only costs memory."""
@@ -36,7 +40,10 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        if "default" in text or action.default in (None, False, argparse.SUPPRESS):
+        # by identity: a default of 0 or 0.0 equals False, and is shown like any other
+        if "default:" in text or any(
+            action.default is no for no in (None, False, argparse.SUPPRESS)
+        ):
             return text
         return super()._get_help_string(action)
 
@@ -101,16 +108,69 @@ def log_size(log: Path | BinaryIO) -> int | None:
     return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
+def utf8_name(text: str, what: str, advice: str) -> str:
+    """Returns a name that goes into JSON or the store, refusing one that is not UTF-8 (a
+    file name or argument of other bytes arrives with surrogates that cannot be encoded)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        shown = os.fsencode(text).decode(errors="backslashreplace")
+        raise UsageError(f"{what} {shown} is not UTF-8 text; {advice}") from None
+    return text
+
+
+def distinct_outputs(output: Path | None, rejected: Path | None) -> None:
+    """Refuses ``--output`` and ``--rejected`` on one file: their lines would interleave."""
+    if rejected is None:
+        return
+    if str(rejected) == STDIN and (output is None or str(output) == STDIN):
+        raise UsageError("--rejected - and --output both go to standard output; give a file")
+    if output is None or str(output) == STDIN or str(rejected) == STDIN:
+        return
+    same = output.resolve() == rejected.resolve() or (
+        output.exists() and rejected.exists() and output.samefile(rejected)
+    )
+    if same and rejected.resolve() != Path(os.devnull):
+        raise UsageError(f"--output and --rejected are the same file, {rejected}: give two")
+
+
+class _Output(io.FileIO):
+    """An output file that names itself when a write fails (a full disk, an I/O error): a
+    usage error, as a file that cannot be opened. Buffered above it, so this is one call a
+    buffer, not one a line; a reader gone away (``| head``) stays a BrokenPipeError."""
+
+    def __init__(self, file: Path | int, shown: str) -> None:
+        super().__init__(file, "wb", closefd=not isinstance(file, int))
+        self.shown = shown
+
+    def write(self, data: ReadableBuffer, /) -> int:
+        try:
+            return super().write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as failed:
+            raise UsageError(f"cannot write {self.shown}: {failed.strerror or failed}") from None
+
+
+def _stdout() -> BinaryIO:
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (a test's capture): as it is
+        return sys.stdout.buffer
+    sys.stdout.flush()
+    return io.BufferedWriter(_Output(fd, "standard output"))
+
+
 def open_output(path: Path | None, flag: str, *, log: Path | BinaryIO | None = None) -> BinaryIO:
     """Opens an output file for writing (stdout for None or ``-``), with a clear refusal."""
     if path is None or str(path) == STDIN:
-        return sys.stdout.buffer
+        return _stdout()
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a directory; give a file name")
     if isinstance(log, Path) and path.exists() and path.samefile(log):
         raise UsageError(f"{flag} {path} is the log itself; writing it would destroy the log")
     try:
-        return path.open("wb")
+        return io.BufferedWriter(_Output(path, f"{flag} {path}"))
     except FileNotFoundError:
         raise UsageError(f"{flag} {path}: no such directory {path.parent}") from None
     except PermissionError:
@@ -120,7 +180,8 @@ def open_output(path: Path | None, flag: str, *, log: Path | BinaryIO | None = N
 
 
 def close_output(out: IO[bytes]) -> None:
-    """Flushes an output and closes it unless it is standard output."""
+    """Flushes an output and closes it unless it is standard output itself (the writer
+    :func:`open_output` puts on its file descriptor closes, and leaves it open)."""
     try:
         out.flush()
     finally:

@@ -19,11 +19,13 @@ from referee.cli.args import (
     HelpFormatter,
     Parser,
     close_output,
+    distinct_outputs,
     integer,
     log_size,
     open_log,
     open_output,
     rate,
+    utf8_name,
 )
 from referee.cli.errors import (
     EXIT_BROKEN_PIPE,
@@ -306,6 +308,9 @@ def _replay(args: argparse.Namespace) -> int:
     if args.log is None:
         raise UsageError("the log is missing: referee replay LOG (- for standard input)")
     log = open_log(args.log)
+    distinct_outputs(args.output, args.rejected)
+    if args.source_name is not None:
+        utf8_name(args.source_name, "--source-name", "give a name in UTF-8")
     if args.database is not None or args.embedded:
         from referee.cli.store_commands import replay_store
 
@@ -313,6 +318,12 @@ def _replay(args: argparse.Namespace) -> int:
     from referee.cli.progress import ProgressBar, format_summary
     from referee.processing.replay import default_workers, replay
 
+    if args.rejected and args.source_name is None and isinstance(log, Path):
+        utf8_name(
+            str(log),
+            "the log's path",
+            "it names the log in the rejections: give --source-name NAME",
+        )
     bar = ProgressBar(log_size(log)) if sys.stderr.isatty() else None
     out = open_output(args.output, "--output", log=log)
     rejected = open_output(args.rejected, "--rejected", log=log) if args.rejected else None

@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from referee.cli.args import close_output, log_size, open_log, open_output
+from referee.cli.args import close_output, log_size, open_log, open_output, utf8_name
 from referee.cli.errors import (
     EXIT_DIFFERENCE,
     EXIT_OK,
@@ -38,6 +38,7 @@ from referee.store.database import (
     check_reachable,
     create_engine,
     embedded_url,
+    known_revisions,
     newest_revision,
     parse_database_url,
     schema_revision,
@@ -134,11 +135,19 @@ async def require_schema(engine: AsyncEngine, db: Database, doing: str) -> str:
     if revision is None:
         raise UnavailableError(f"{db.shown} has no referee schema: run referee migrate first")
     if revision != newest:
-        raise UnavailableError(
-            f"{db.shown} has schema revision {revision}, this referee {doing} {newest}: "
-            "run referee migrate (or the referee that migrated it)"
-        )
+        raise _other_revision(db, revision, doing)
     return revision
+
+
+def _other_revision(db: Database, revision: str, doing: str) -> UnavailableError:
+    if revision in known_revisions():
+        hint = "run referee migrate (or the referee that migrated it)"
+    else:
+        hint = "a newer referee migrated it: use that one (this one cannot downgrade it)"
+    return UnavailableError(
+        f"{db.shown} has schema revision {revision}, this referee {doing} {newest_revision()}: "
+        f"{hint}"
+    )
 
 
 def probe_schema(db: Database, settings: Settings, doing: str) -> None:
@@ -157,8 +166,21 @@ def probe_schema(db: Database, settings: Settings, doing: str) -> None:
 
 
 def _migrate_to_newest(db: Database, settings: Settings) -> None:
-    _probe(db, settings)
+    """Connects once, refuses a schema of a newer referee (exit 3, as ``serve`` and
+    ``audit`` do), then migrates."""
+
+    async def run() -> None:
+        engine = _engine(db, settings)
+        try:
+            await check_reachable(engine)
+            revision = await schema_revision(engine)
+        finally:
+            await engine.dispose()
+        if revision is not None and revision not in known_revisions():
+            raise _other_revision(db, revision, "migrates to")
+
     with reaching(db):
+        asyncio.run(run())
         run_migrations(db.url)
 
 
@@ -176,7 +198,11 @@ def replay_store(args: argparse.Namespace, log: Path | BinaryIO) -> int:
     from referee.processing.replay_store import replay_into_store
 
     if isinstance(log, Path):
-        name: str = args.source_name or str(log.resolve())
+        name: str = args.source_name or utf8_name(
+            str(log.resolve()),
+            "the log's path",
+            "it keys the log's stored positions: give --source-name NAME",
+        )
     elif args.source_name:
         name = args.source_name
     else:

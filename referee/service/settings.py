@@ -9,6 +9,7 @@ bad variable and says what it must be.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import ssl
 from typing import Any, Literal
@@ -24,7 +25,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from referee.service.limits import BATCH_SIZE_CAP, MAX_EVENT_BYTES_CAP
-from referee.store.database import parse_database_url
+from referee.store.database import MAX_PORT, parse_database_url
 
 PREFIX = "REFEREE_"
 
@@ -133,9 +134,12 @@ class Settings(BaseSettings):
     cache_games: int = Field(
         default=100_000, ge=1, description="Most game states kept in the hot cache."
     )
-    http_host: str = Field(default="0.0.0.0", description="Address of /healthz, /readyz, /metrics.")  # noqa: S104
+    http_host: str = Field(
+        default="0.0.0.0",  # noqa: S104
+        description="Address of /healthz, /livez, /readyz, /metrics.",
+    )
     http_port: int = Field(
-        default=8080, ge=1, le=65535, description="Port of /healthz, /readyz and /metrics."
+        default=8080, ge=1, le=MAX_PORT, description="Port of /healthz, /livez, /readyz, /metrics."
     )
     log_level: LogLevel = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
     ready_requires_partition: bool = Field(
@@ -178,6 +182,15 @@ class Settings(BaseSettings):
         url = value.get_secret_value()
         if url:
             parse_database_url(url)  # raises ValueError with a message free of the password
+        return value
+
+    @field_validator("kafka_bootstrap_servers")
+    @classmethod
+    def _brokers(cls, value: str) -> str:
+        for broker in value.split(","):
+            problem = _broker_problem(broker.strip())
+            if problem:
+                raise ValueError(f"{problem} (a comma-separated host:port list)")
         return value
 
     @field_validator("kafka_ssl_cafile", "kafka_ssl_certfile", "kafka_ssl_keyfile")
@@ -239,6 +252,32 @@ class Settings(BaseSettings):
                 self.kafka_ssl_key_password.get_secret_value() or None,
             )
         return context
+
+
+def _broker_problem(broker: str) -> str:
+    """Returns what is wrong with one ``host:port`` of the broker list (empty: nothing), as
+    aiokafka reads it: ``[v6]:port``, a bare IPv6 address or host takes port 9092."""
+    if not broker:
+        return "an empty broker in the list"
+    if broker.startswith("["):
+        host, bracket, port = broker[1:].partition("]")
+        if not bracket or (port and not port.startswith(":")):
+            return f"broker {broker!r} is not [IPv6 address]:port"
+        port = port[1:] if port else "9092"
+    elif ":" not in broker:
+        host, port = broker, "9092"
+    else:
+        try:
+            ipaddress.IPv6Address(broker)
+        except ValueError:
+            host, _, port = broker.rpartition(":")
+        else:
+            return ""
+    if not host:
+        return f"broker {broker!r} has no host"
+    if not (port.isascii() and port.isdigit() and 1 <= int(port) <= MAX_PORT):
+        return f"broker {broker!r}: the port must be a number from 1 to {MAX_PORT}"
+    return ""
 
 
 SECRET_FIELDS = frozenset(

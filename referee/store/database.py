@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
+from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -41,6 +42,7 @@ PASSED_THROUGH = frozenset({"host", "port", "ssl", "prepared_statement_cache_siz
 """Query parameters SQLAlchemy's asyncpg dialect reads itself."""
 LIBPQ = frozenset({*SSL_FILES, "sslmode", "sslpassword", "connect_timeout", "application_name"})
 URL_SHAPE = "postgresql://user:password@host:5432/database"
+MAX_PORT = 65535
 
 
 class EmbeddedPostgresMissingError(RuntimeError):
@@ -67,11 +69,22 @@ def parse_database_url(url: str) -> DatabaseTarget:
         parsed = make_url(url.strip())
     except ArgumentError:  # its message repeats the URL, password and all
         raise DatabaseUrlError(f"not a database URL; expected {URL_SHAPE}") from None
+    except ValueError:  # int() of the port: not repeated either, the URL holds the password
+        if "," in url.partition("://")[2].partition("/")[0].rpartition("@")[2]:
+            raise DatabaseUrlError(
+                "more than one host:port in the URL is not supported; give them as "
+                "?host=h1,h2&port=p1,p2"
+            ) from None
+        raise DatabaseUrlError(
+            f"the URL's port is not a number from 1 to {MAX_PORT}; expected {URL_SHAPE}"
+        ) from None
     if parsed.drivername not in SCHEMES:
         raise DatabaseUrlError(
             f"{parsed.drivername}:// is not PostgreSQL; expected {URL_SHAPE} "
             "(postgres:// and postgresql+asyncpg:// work too)"
         )
+    if parsed.port is not None and not 1 <= parsed.port <= MAX_PORT:
+        raise DatabaseUrlError(f"port {parsed.port} is out of range: 1 to {MAX_PORT}")
     query = {key: _single(key, value) for key, value in parsed.query.items()}
     unknown = sorted(set(query) - LIBPQ - PASSED_THROUGH)
     if unknown:
@@ -89,12 +102,15 @@ def parse_database_url(url: str) -> DatabaseTarget:
         connect_args["timeout"] = _seconds(query["connect_timeout"])
     if "application_name" in query:
         connect_args["server_settings"] = {"application_name": query["application_name"]}
+    _check_passed_through(query)
     kept = {k: v for k, v in query.items() if k in PASSED_THROUGH}
-    return DatabaseTarget(
-        parsed.set(drivername="postgresql+asyncpg", query=kept),
-        connect_args,
-        _shown(parsed),
-    )
+    target = parsed.set(drivername="postgresql+asyncpg", query=kept)
+    dialect: Any = PGDialect_asyncpg()  # type: ignore[no-untyped-call]
+    try:  # what is left to the dialect (host= and port= lists that do not pair up) fails here
+        dialect.create_connect_args(target)
+    except (ArgumentError, ValueError) as bad:  # their messages never hold the password
+        raise DatabaseUrlError(f"host=/port= of the URL: {bad}") from None
+    return DatabaseTarget(target, connect_args, _shown(parsed))
 
 
 def _shown(parsed: URL) -> str:
@@ -108,6 +124,23 @@ def _single(key: str, value: str | tuple[str, ...]) -> str:
     if isinstance(value, tuple):
         raise DatabaseUrlError(f"URL parameter {key!r} is given more than once")
     return value
+
+
+def _check_passed_through(query: dict[str, str]) -> None:
+    """Checks the parameters SQLAlchemy and asyncpg read themselves, which would otherwise
+    fail only when connecting (and as a defect: a ``ValueError``, an ``OverflowError``)."""
+    for port in query["port"].split(",") if "port" in query else ():
+        if not (port.isascii() and port.isdigit() and 1 <= int(port) <= MAX_PORT):
+            raise DatabaseUrlError(
+                f"port={query['port']!r}: each port is a number from 1 to {MAX_PORT}"
+            )
+    size = query.get("prepared_statement_cache_size")
+    if size is not None and not (size.isascii() and size.isdigit()):
+        raise DatabaseUrlError(
+            f"prepared_statement_cache_size={size!r} is not a whole number (0: no cache)"
+        )
+    if "ssl" in query and query["ssl"] not in SSL_MODES:
+        raise DatabaseUrlError(f"ssl={query['ssl']!r}; expected one of {', '.join(SSL_MODES)}")
 
 
 def _seconds(value: str) -> float:
@@ -202,6 +235,14 @@ def newest_revision() -> str:
     head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
     assert head is not None, "the migrations have a head"
     return head
+
+
+def known_revisions() -> frozenset[str]:
+    """Returns every revision of the migrations this code ships (an older one can migrate
+    up from any of them; a revision outside them is a newer referee's)."""
+    from alembic.script import ScriptDirectory
+
+    return frozenset(r.revision for r in ScriptDirectory(str(MIGRATIONS)).walk_revisions())
 
 
 async def ping(engine: AsyncEngine) -> None:
