@@ -525,9 +525,10 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
         out += [
             (
                 "Two things every instance shares: the transaction lock that orders outbox"
-                " positions (each batch holds it from its outbox COPY to its commit), and the"
-                " relay, which one leader runs. Measured here, on one instance; docs/design.md"
-                ' ("Scale ceiling") says what they mean for N instances and what would lift them.'
+                " positions (each batch holds it from appending its outbox rows to its commit),"
+                " and the relay, which one leader runs. Measured here, on one instance;"
+                ' docs/design.md ("Scale ceiling") says what they mean for N instances and what'
+                " would lift them."
             ),
             "",
             *rows,
