@@ -160,13 +160,7 @@ class PostgresStepTransaction:
         # A small batch goes in one INSERT a statement (a COPY costs two round trips per
         # table); a large one by COPY, which moves rows faster (docs/benchmarks.md).
         by_insert = len(rows.journal) <= self.insert_below
-        plain = (rows.journal, rows.versions, rows.positions)
-        if by_insert:
-            await _insert(driver, _PLAIN, plain)
-        else:
-            for (table, columns), records in zip(_PLAIN, plain, strict=True):
-                if records:
-                    await driver.copy_records_to_table(table.name, records=records, columns=columns)
+        await _append(driver, _PLAIN, (rows.journal, rows.versions, rows.positions), by_insert)
         if not rows.verdicts and not rows.dead_letters:
             return None
         # One round trip: the writers' lock, and a notification the relay receives when this
@@ -175,13 +169,7 @@ class PostgresStepTransaction:
             "SELECT pg_advisory_xact_lock($1), pg_notify($2, '')", OUTBOX_LOCK, OUTBOX_CHANNEL
         )
         locked = time.perf_counter()
-        outboxes = (rows.verdicts, rows.dead_letters)
-        if by_insert:
-            await _insert(driver, _OUTBOXES, outboxes)
-        else:
-            for (table, columns), records in zip(_OUTBOXES, outboxes, strict=True):
-                if records:
-                    await driver.copy_records_to_table(table.name, records=records, columns=columns)
+        await _append(driver, _OUTBOXES, (rows.verdicts, rows.dead_letters), by_insert)
         return locked
 
 
@@ -197,6 +185,21 @@ _PLAIN: _Tables = (
     (consumer_positions, POSITION_COLUMNS),
 )
 _OUTBOXES: _Tables = ((verdicts, VERDICT_COLUMNS), (dead_letters, DEAD_LETTER_COLUMNS))
+
+
+async def _append(
+    driver: Any,
+    tables: _Tables,
+    records: Sequence[Sequence[tuple[Any, ...]]],
+    by_insert: bool,
+) -> None:
+    """Appends the rows of these tables: by one INSERT, or by a COPY a table with rows."""
+    if by_insert:
+        await _insert(driver, tables, records)
+        return
+    for (table, columns), rows in zip(tables, records, strict=True):
+        if rows:
+            await driver.copy_records_to_table(table.name, records=rows, columns=columns)
 
 
 async def _insert(
