@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,13 +114,20 @@ def _engine(db: Database, settings: Settings) -> AsyncEngine:
     return create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
 
 
-def _probe(db: Database, settings: Settings) -> None:
-    """Connects once (10 s at most) so that an unreachable server fails before any work."""
+def _probe(
+    db: Database,
+    settings: Settings,
+    check: Callable[[AsyncEngine], Awaitable[object]] | None = None,
+) -> None:
+    """Connects once (10 s at most) so that an unreachable server fails before any work,
+    then runs ``check`` on the same engine (a schema revision check)."""
 
     async def run() -> None:
         engine = _engine(db, settings)
         try:
             await check_reachable(engine)
+            if check is not None:
+                await check(engine)
         finally:
             await engine.dispose()
 
@@ -139,6 +146,14 @@ async def require_schema(engine: AsyncEngine, db: Database, doing: str) -> str:
     return revision
 
 
+async def _refuse_newer(engine: AsyncEngine, db: Database) -> None:
+    """Fails (exit 3) on a schema revision none of this referee's migrations knows: a newer
+    referee's, which this one cannot downgrade."""
+    revision = await schema_revision(engine)
+    if revision is not None and revision not in known_revisions():
+        raise _other_revision(db, revision, "migrates to")
+
+
 def _other_revision(db: Database, revision: str, doing: str) -> UnavailableError:
     if revision in known_revisions():
         hint = "run referee migrate (or the referee that migrated it)"
@@ -152,35 +167,14 @@ def _other_revision(db: Database, revision: str, doing: str) -> UnavailableError
 
 def probe_schema(db: Database, settings: Settings, doing: str) -> None:
     """Connects once and checks the schema revision before any work (``serve``)."""
-
-    async def run() -> None:
-        engine = _engine(db, settings)
-        try:
-            await check_reachable(engine)
-            await require_schema(engine, db, doing)
-        finally:
-            await engine.dispose()
-
-    with reaching(db):
-        asyncio.run(run())
+    _probe(db, settings, lambda engine: require_schema(engine, db, doing))
 
 
 def _migrate_to_newest(db: Database, settings: Settings) -> None:
     """Connects once, refuses a schema of a newer referee (exit 3, as ``serve`` and
     ``audit`` do), then migrates."""
-
-    async def run() -> None:
-        engine = _engine(db, settings)
-        try:
-            await check_reachable(engine)
-            revision = await schema_revision(engine)
-        finally:
-            await engine.dispose()
-        if revision is not None and revision not in known_revisions():
-            raise _other_revision(db, revision, "migrates to")
-
+    _probe(db, settings, lambda engine: _refuse_newer(engine, db))
     with reaching(db):
-        asyncio.run(run())
         run_migrations(db.url)
 
 

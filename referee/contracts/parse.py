@@ -39,6 +39,9 @@ _DECODER = msgspec.json.Decoder(InputEvent)
 # what these decoders still fail on is malformed JSON.
 _PROBE = msgspec.json.Decoder(EnvelopeProbe, float_hook=float)
 _ANY = msgspec.json.Decoder(float_hook=float)
+probe_envelope = _PROBE.decode
+"""Decodes a record's envelope leniently (the sharding of ``replay --workers`` reads the game
+id with it): raises ``msgspec.DecodeError`` for malformed JSON."""
 _OUT_OF_RANGE = "Number out of range"
 """How the typed decoder's message begins when it met a float beyond a double's range."""
 

@@ -20,10 +20,9 @@ from typing import BinaryIO
 
 import msgspec
 
-from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, read_envelope
+from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, probe_envelope, read_envelope
 from referee.contracts.rejection import FileSource
 from referee.contracts.verdicts import encode_canonical
-from referee.contracts.wire import EnvelopeProbe
 from referee.processing.outcome import Tally
 from referee.processing.referee import Referee
 
@@ -173,9 +172,6 @@ def _replay_serial(
     return ref.tally
 
 
-_PROBE = msgspec.json.Decoder(EnvelopeProbe, float_hook=float)  # 1e400 is a number too
-
-
 def shard_of(line: bytes, shards: int) -> int:
     """Returns the shard of a line: a stable hash of its game id (shard 0 when unreadable).
 
@@ -184,7 +180,7 @@ def shard_of(line: bytes, shards: int) -> int:
     same in any shard. (A lenient decode of the envelope is cheaper than searching the bytes.)
     """
     try:
-        game_id = _PROBE.decode(line).game_id
+        game_id = probe_envelope(line).game_id
     except msgspec.DecodeError:
         return 0
     except RecursionError:  # nested too deeply to decode: read as the referee reads it

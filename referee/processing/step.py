@@ -26,7 +26,7 @@ from referee.contracts.rejection import Source
 from referee.contracts.state_codec import decode_state, encode_state
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import InputEvent
-from referee.processing.ledger import Fingerprint, GameLedger, event_print
+from referee.processing.ledger import Fingerprint, GameLedger
 from referee.processing.outcome import Outcome, Processed, Tally
 from referee.processing.ports import StepStore, StepTransaction
 from referee.processing.referee import Referee, failure_detail
@@ -447,12 +447,11 @@ class ProcessingStep:
         games = self.referee.games
         max_event_bytes = self.referee.max_event_bytes
         journal = rows.journal.append
-        # Once per record: Processed.fingerprint and the enum's .value written out. The rows
-        # are built by their typed constructors, so mypy holds each field to its column.
+        # The rows are built by their typed constructors, so mypy holds each field to its
+        # column; the outcome's text comes from a table (an enum's .value is a descriptor).
         for journal_id, (record, p) in zip(ids, processed, strict=True):
             rejection = p.rejection
-            content = p.content
-            fp = content if content.__class__ is Fingerprint else event_print(content)  # type: ignore[arg-type]
+            fp = p.fingerprint
             game_id = p.game_id
             took_place = p.took_place
             journal(

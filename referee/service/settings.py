@@ -25,7 +25,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from referee.service.limits import BATCH_SIZE_CAP, MAX_EVENT_BYTES_CAP
-from referee.store.database import MAX_PORT, parse_database_url
+from referee.store.database import MAX_PORT, is_port, parse_database_url
 
 PREFIX = "REFEREE_"
 
@@ -275,7 +275,7 @@ def _broker_problem(broker: str) -> str:
             return ""
     if not host:
         return f"broker {broker!r} has no host"
-    if not (port.isascii() and port.isdigit() and 1 <= int(port) <= MAX_PORT):
+    if not is_port(port):
         return f"broker {broker!r}: the port must be a number from 1 to {MAX_PORT}"
     return ""
 

@@ -126,11 +126,16 @@ def _single(key: str, value: str | tuple[str, ...]) -> str:
     return value
 
 
+def is_port(text: str) -> bool:
+    """Checks that ``text`` is a TCP port: a number from 1 to ``MAX_PORT``."""
+    return text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_PORT
+
+
 def _check_passed_through(query: dict[str, str]) -> None:
     """Checks the parameters SQLAlchemy and asyncpg read themselves, which would otherwise
     fail only when connecting (and as a defect: a ``ValueError``, an ``OverflowError``)."""
     for port in query["port"].split(",") if "port" in query else ():
-        if not (port.isascii() and port.isdigit() and 1 <= int(port) <= MAX_PORT):
+        if not is_port(port):
             raise DatabaseUrlError(
                 f"port={query['port']!r}: each port is a number from 1 to {MAX_PORT}"
             )
