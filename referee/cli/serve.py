@@ -15,6 +15,7 @@ import logging
 
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
+from referee.cli.collector import tune
 from referee.cli.errors import EXIT_OK, UnavailableError
 from referee.cli.store_commands import (
     _migrate_to_newest,
@@ -57,6 +58,7 @@ def serve(args: argparse.Namespace) -> int:
 
         engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
         app, service = build(settings, engine)
+        tune()
         try:
             await app.run()
         except OSError as bind:

@@ -189,6 +189,7 @@ def migrate(args: argparse.Namespace) -> int:
 
 def replay_store(args: argparse.Namespace, log: Path | BinaryIO) -> int:
     """``referee replay LOG --database [URL]`` or ``--embedded``."""
+    from referee.cli.collector import tune
     from referee.processing.replay_store import replay_into_store
 
     if isinstance(log, Path):
@@ -212,6 +213,7 @@ def replay_store(args: argparse.Namespace, log: Path | BinaryIO) -> int:
         db = choose_database(args.database, embedded=args.embedded, settings=settings)
         _migrate_to_newest(db, settings)
         bar = ProgressBar(log_size(log)) if sys.stderr.isatty() else None
+        tune()
 
         async def run() -> tuple[ReplayReport, int]:
             engine = _engine(db, settings)
