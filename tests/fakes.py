@@ -19,13 +19,16 @@ from aiokafka.errors import ProducerFenced
 from referee.store.relay_store import Backlog, OutboxRow
 from referee.store.rows import (
     DeadLetterRow,
+    Fenced,
     GameVersionRow,
     JournalRow,
+    Moved,
     PositionRow,
     StepRows,
     StoredGame,
     StoredPrint,
     VerdictRow,
+    Written,
 )
 
 
@@ -53,6 +56,8 @@ class FakeStepStore:
     before_load_games: Callable[[], Awaitable[None]] | None = None
     """Awaited inside ``load_games``: a test can run something concurrently there."""
     loaded_games: list[list[str]] = field(default_factory=list)
+    reads_opened: int = 0
+    """Connections opened for reads (``reads()``)."""
     commit_gate: asyncio.Event | None = None
     """When set, a transaction that wrote rows waits for it before it commits (a write
     left in flight for as long as a test likes)."""
@@ -65,25 +70,34 @@ class FakeStepStore:
     ) -> dict[int, int]:
         return self.positions_of(group_id, topic, partitions)
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[FakeStepTransaction]:
-        tx = FakeStepTransaction(self)
+    async def write(self, group_id: str, fence: Sequence[Fenced], rows: StepRows) -> Written:
+        """One fenced transaction: the positions' locks in order, the check, the rows kept
+        only if nothing raises (and, with ``commit_gate``, once the gate opens)."""
+        held: list[asyncio.Lock] = []
         try:
-            yield tx
-            if tx.staged and self.commit_gate is not None:
+            for f in sorted(fence):
+                lock = self._locks[group_id, f.topic, f.partition]
+                await lock.acquire()
+                held.append(lock)
+                stored = self.stored_position(group_id, f.topic, f.partition)
+                if stored != f.expected:
+                    return Written(Moved(f.topic, f.partition, stored), None, 0.0)
+            tx = FakeStepTransaction(self)
+            await tx.append(rows)
+            if self.commit_gate is not None:
                 await self.commit_gate.wait()
+            self._commit(tx.staged)
+            return Written(None, None, 0.0)
         finally:
-            for lock in tx.held:
+            for lock in held:
                 lock.release()
-        # reached only when the block did not raise: the transaction commits
-        self._commit(tx.staged)
 
     @asynccontextmanager
     async def reads(self) -> AsyncIterator[FakeStepTransaction]:
+        self.reads_opened += 1
         tx = FakeStepTransaction(self)
         yield tx
         assert not tx.staged, "reads() appends nothing"
-        assert not tx.held, "reads() takes no lock"
 
     def is_outage(self, exc: BaseException) -> bool:
         return isinstance(exc, FakeOutageError)
@@ -111,18 +125,11 @@ class FakeStepStore:
 
 
 class FakeStepTransaction:
-    """One transaction of the fake store: rows are staged until it commits."""
+    """The fake store's reads, and a write's rows staged until it commits."""
 
     def __init__(self, store: FakeStepStore) -> None:
         self.store = store
         self.staged: list[StepRows] = []
-        self.held: list[asyncio.Lock] = []
-
-    async def lock_position(self, group_id: str, topic: str, partition: int) -> int:
-        lock = self.store._locks[group_id, topic, partition]
-        await lock.acquire()
-        self.held.append(lock)
-        return self.store.stored_position(group_id, topic, partition)
 
     async def load_games(self, game_ids: Sequence[str]) -> list[StoredGame]:
         self.store.loaded_games.append(list(game_ids))
@@ -157,7 +164,7 @@ class FakeStepTransaction:
         self.store.next_id += count  # a sequence: ids are never given back
         return list(range(first, first + count))
 
-    async def append(self, rows: StepRows) -> float | None:
+    async def append(self, rows: StepRows) -> None:
         if self.store.refuse is not None:
             failure = self.store.refuse(rows)
             if failure is not None:
@@ -170,7 +177,6 @@ class FakeStepTransaction:
                     raise FakeRefusalError(f"place {(row.game_id, row.seq)} is taken twice")
                 taken.add((row.game_id, row.seq))
         self.staged.append(rows)
-        return None
 
 
 # ------------------------------------------------------------------------------ the relay

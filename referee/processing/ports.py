@@ -12,15 +12,12 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from referee.store.rows import StepRows, StoredGame, StoredPrint
+from referee.store.rows import Fenced, StepRows, StoredGame, StoredPrint, Written
 
 
-class StepTransaction(Protocol):
-    """The reads and appends of one step, inside one transaction."""
-
-    async def lock_position(self, group_id: str, topic: str, partition: int) -> int:
-        """Takes the partition's lock until the transaction ends; returns its stored offset
-        (-1 if none)."""
+class StepReads(Protocol):
+    """The reads of one step before it judges, each standing alone: what they read is
+    checked again by the fence of the write that follows."""
 
     async def load_games(self, game_ids: Sequence[str]) -> list[StoredGame]:
         """Returns the newest stored version of each of these games that has one."""
@@ -31,14 +28,7 @@ class StepTransaction(Protocol):
         """Returns what took these (game, seq) and (game, event id) places."""
 
     async def reserve_journal_ids(self, count: int) -> list[int]:
-        """Returns ``count`` fresh journal ids, ascending."""
-
-    async def append(self, rows: StepRows) -> float | None:
-        """Appends the step's rows; they are kept only if the transaction commits.
-
-        Returns when (``time.perf_counter``) it took the writers' outbox lock, which the
-        transaction holds until it ends; ``None`` when it wrote no outbox rows.
-        """
+        """Returns ``count`` fresh journal ids, ascending (never given out again)."""
 
 
 class StepStore(Protocol):
@@ -49,12 +39,13 @@ class StepStore(Protocol):
     ) -> dict[int, int]:
         """Returns the last processed offset of each of these partitions that has one."""
 
-    def transaction(self) -> AbstractAsyncContextManager[StepTransaction]:
-        """Opens a transaction: committed when the block ends, rolled back if it raises."""
+    def reads(self) -> AbstractAsyncContextManager[StepReads]:
+        """Opens a connection for reads only (games, prints, journal ids)."""
 
-    def reads(self) -> AbstractAsyncContextManager[StepTransaction]:
-        """Opens a connection for reads only (games, prints, journal ids), each standing
-        alone: what they read is checked again by the fence of the write that follows."""
+    async def write(self, group_id: str, fence: Sequence[Fenced], rows: StepRows) -> Written:
+        """Appends a step's rows in one transaction, fenced: it first locks each fenced
+        partition's position until the transaction ends and checks it is the one expected;
+        if one is not, nothing is written and ``Written.moved`` says which."""
 
     def is_outage(self, exc: BaseException) -> bool:
         """Checks if a failure came from the store being unavailable (to retry), rather than

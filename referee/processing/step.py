@@ -28,15 +28,17 @@ from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import InputEvent
 from referee.processing.ledger import Fingerprint, GameLedger
 from referee.processing.outcome import Outcome, Processed, Tally
-from referee.processing.ports import StepStore, StepTransaction
+from referee.processing.ports import StepReads, StepStore
 from referee.processing.referee import Referee, failure_detail
 from referee.store.rows import (
     DeadLetterRow,
+    Fenced,
     GameVersionRow,
     JournalRow,
     PositionRow,
     StepRows,
     VerdictRow,
+    Written,
 )
 
 log = logging.getLogger("referee.step")
@@ -94,6 +96,11 @@ class PositionMoved(Exception):  # noqa: N818 - a fact, like the events
 
 
 Partition = tuple[str, int]
+
+JOURNAL_ID_BLOCK = 1_000
+"""Journal ids reserved at a time: a small live batch then reads nothing from the store
+when its games are cached (one round trip and one connection checkout less a batch); a
+restart leaves at most this many ids unused (the sequence has gaps anyway)."""
 
 YIELD_AFTER = 0.005
 """Seconds of decoding or judging between two yields to the event loop, so the write in
@@ -155,6 +162,8 @@ class ProcessingStep:
         self.committed: dict[Partition, int] = {}
         """The last offset known committed, per (topic, partition)."""
         self._in_flight: tuple[_Judged, asyncio.Task[None]] | None = None
+        self._ids: list[int] = []
+        """Journal ids reserved and not yet used, ascending (``JOURNAL_ID_BLOCK``)."""
 
     async def forget_partitions(self, partitions: set[Partition]) -> None:
         """Drops what this instance knew of partitions it no longer owns.
@@ -166,6 +175,7 @@ class ProcessingStep:
         """
         async with self._lock:
             await self._settle()
+            self._ids.clear()
             for tp in partitions:
                 self.positions.pop(tp, None)
                 self.committed.pop(tp, None)
@@ -176,6 +186,7 @@ class ProcessingStep:
         """Reads the stored positions of these partitions (and remembers them)."""
         async with self._lock:
             await self._settle()
+            self._ids.clear()
             return await self._read_positions(topic, partitions)
 
     async def process(self, records: list[InputRecord]) -> StepResult:
@@ -254,13 +265,11 @@ class ProcessingStep:
 
     async def _write(self, judged: _Judged, *, announce: bool) -> None:
         started = time.perf_counter()
-        async with self.store.transaction() as tx:
-            await self._fence(tx, judged.expected)
-            locked = await tx.append(judged.rows)
-            copied = time.perf_counter()
+        written = await self._fenced(judged.expected, judged.rows)
         ended = time.perf_counter()
-        self.observe("copy", copied - started)
-        self.observe("commit", ended - copied)
+        locked = written.locked
+        self.observe("copy", written.appended - started)
+        self.observe("commit", ended - written.appended)
         if locked is not None:  # how long every writer's outbox rows waited on this batch
             self.observe("outbox_hold", ended - locked)
         if announce and self.on_committed is not None:
@@ -316,11 +325,10 @@ class ProcessingStep:
         if record.offset <= self.positions[tp]:
             result.skipped = 1
             return result
-        async with self.store.transaction() as tx:
-            await self._fence(tx, {tp: self.positions[tp]})
-            processed = self.referee.quarantine(record.raw, record.source, detail)
-            result.processed = [(record, processed)]
-            await tx.append(self._rows(result.processed, await tx.reserve_journal_ids(1)))
+        ids = await self._take_ids(None, 1)
+        processed = self.referee.quarantine(record.raw, record.source, detail)
+        result.processed = [(record, processed)]
+        await self._fenced({tp: self.positions[tp]}, self._rows(result.processed, ids))
         result.transactions = 1
         self.positions[tp] = self.committed[tp] = record.offset
         return result
@@ -363,9 +371,7 @@ class ProcessingStep:
         expected = {(r.topic, r.partition): positions[r.topic, r.partition] for r in fresh}
         try:
             started = time.perf_counter()
-            async with self.store.reads() as tx:
-                await self._load(tx, parsed, touched)
-                ids = await tx.reserve_journal_ids(len(fresh))
+            ids = await self._read(parsed, touched, len(fresh))
             loaded = time.perf_counter()
             processed = result.processed
             apply = referee.apply
@@ -388,18 +394,25 @@ class ProcessingStep:
             positions[record.topic, record.partition] = record.offset
         return _Judged(records, result, rows, touched, expected, counted)
 
-    async def _fence(self, tx: StepTransaction, expected: dict[Partition, int]) -> None:
-        """Locks the batch's partitions for this transaction and checks nobody moved them.
+    async def _fenced(self, expected: dict[Partition, int], rows: StepRows) -> Written:
+        """Writes rows in one transaction fenced by the batch's partitions: it locks each
+        and checks nobody moved it.
 
         After a rebalance, the old owner may still be committing a batch of a partition the
         new owner has started on; the lock serialises them and the check makes the second one
         give up and re-seek, so no record is ever processed twice.
         """
-        for topic, partition in sorted(expected):
-            stored = await tx.lock_position(self.group_id, topic, partition)
-            if stored != expected[topic, partition]:
-                self.committed[topic, partition] = stored
-                raise PositionMoved(topic, partition, stored, expected[topic, partition])
+        fence = [
+            Fenced(topic, partition, offset) for (topic, partition), offset in expected.items()
+        ]
+        written = await self.store.write(self.group_id, fence, rows)
+        moved = written.moved
+        if moved is not None:
+            self.committed[moved.topic, moved.partition] = moved.stored
+            raise PositionMoved(
+                moved.topic, moved.partition, moved.stored, expected[moved.topic, moved.partition]
+            )
+        return written
 
     async def _read_positions(self, topic: str, partitions: list[int]) -> dict[int, int]:
         stored = await self.store.load_positions(self.group_id, topic, partitions)
@@ -417,15 +430,55 @@ class ProcessingStep:
         for topic, partitions in missing.items():
             await self._read_positions(topic, sorted(set(partitions)))
 
-    async def _load(
-        self, tx: StepTransaction, parsed: list[InputEvent | Unparsed], touched: set[str]
-    ) -> None:
+    async def _read(
+        self, parsed: list[InputEvent | Unparsed], touched: set[str], count: int
+    ) -> list[int]:
+        """Loads what the batch needs of the store (games missing from the cache, the prints
+        of places a cached game does not hold) and returns ``count`` journal ids; a batch of
+        cached games, with ids left in hand, reads nothing and opens no connection."""
         games = self.referee.games
         absent = sorted(g for g in touched if g not in games)
-        for stored in await tx.load_games(absent):
-            games[stored.game_id] = GameLedger(
-                decode_state(stored.state), stored.last_seq, complete=False
-            )
+        if not absent and len(self._ids) >= count and not any(self._wanted_prints(parsed)):
+            return await self._take_ids(None, count)  # in hand: no connection
+        async with self.store.reads() as tx:
+            for stored in await tx.load_games(absent) if absent else ():
+                games[stored.game_id] = GameLedger(
+                    decode_state(stored.state), stored.last_seq, complete=False
+                )
+            seqs, event_ids = self._wanted_prints(parsed)
+            if seqs or event_ids:
+                for row in await tx.load_prints(seqs, event_ids):
+                    ledger = games[row.game_id]
+                    ledger.remember(row.seq, row.event_id, Fingerprint(row.fingerprint))
+            return await self._take_ids(tx, count)
+
+    async def _take_ids(self, tx: StepReads | None, count: int) -> list[int]:
+        """Takes ``count`` journal ids from those in hand, reserving a block first (by
+        ``tx``, or a connection of its own) when too few are left.
+
+        Ids stay ascending in processing order: a block is reserved after every id in hand
+        (a sequence only grows), and the ids in hand are dropped whenever partitions are
+        assigned or revoked, so a partition's new owner uses ids reserved after its old
+        owner's last.
+        """
+        pool = self._ids
+        if len(pool) < count:
+            wanted = max(count - len(pool), JOURNAL_ID_BLOCK)
+            if tx is None:
+                async with self.store.reads() as reads:
+                    pool += await reads.reserve_journal_ids(wanted)
+            else:
+                pool += await tx.reserve_journal_ids(wanted)
+        taken = pool[:count]
+        del pool[:count]
+        return taken
+
+    def _wanted_prints(
+        self, parsed: list[InputEvent | Unparsed]
+    ) -> tuple[list[tuple[str, int]], list[tuple[str, str]]]:
+        """The places of this batch whose prints a game loaded from the store lacks: a seq
+        at or below its last, an event id (each may be a duplicate of a stored record)."""
+        games = self.referee.games
         seqs: list[tuple[str, int]] = []
         event_ids: list[tuple[str, str]] = []
         for p in parsed:
@@ -436,9 +489,7 @@ class ProcessingStep:
                 seqs.append((p.game_id, p.seq))
             if p.event_id is not None:
                 event_ids.append((p.game_id, p.event_id))
-        for row in await tx.load_prints(seqs, event_ids):
-            ledger = games[row.game_id]
-            ledger.remember(row.seq, row.event_id, Fingerprint(row.fingerprint))
+        return seqs, event_ids
 
     def _rows(self, processed: list[tuple[InputRecord, Processed]], ids: list[int]) -> StepRows:
         rows = StepRows()

@@ -93,6 +93,34 @@ class StepRows:
     positions: list[PositionRow] = field(default_factory=list)
 
 
+class Fenced(NamedTuple):
+    """A partition a write fences: the stored position it must find (-1 for none)."""
+
+    topic: str
+    partition: int
+    expected: int
+
+
+class Moved(NamedTuple):
+    """A fenced partition whose stored position was not the one expected: another consumer
+    processed it further. Nothing of the write was kept."""
+
+    topic: str
+    partition: int
+    stored: int
+
+
+class Written(NamedTuple):
+    """How a write went (``time.perf_counter`` instants, for the breakdown)."""
+
+    moved: Moved | None
+    """The first fenced partition found moved (nothing was written), or ``None``."""
+    locked: float | None
+    """When the writers' outbox lock was taken (held until the commit), if it was."""
+    appended: float
+    """When the rows were appended (the commit follows)."""
+
+
 class StoredGame(NamedTuple):
     """A game's newest projection version."""
 

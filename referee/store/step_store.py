@@ -1,7 +1,8 @@
 """What the processing step reads and appends, in PostgreSQL (the step's port, implemented).
 
 ``ProcessingStep`` depends on the protocol in ``referee/processing/ports.py``; this is the
-implementation on a real database. The hot path appends with COPY, in one transaction.
+implementation on a real database. A batch is written in one transaction: one statement for
+a small batch, COPYs for a large one.
 """
 
 from __future__ import annotations
@@ -24,15 +25,19 @@ from referee.store.rows import (
     POSITION_COLUMNS,
     VERDICT_COLUMNS,
     VERSION_COLUMNS,
+    Fenced,
+    Moved,
     StepRows,
     StoredGame,
     StoredPrint,
+    Written,
 )
 from referee.store.schema import consumer_positions, dead_letters, game_versions, journal, verdicts
 
 
 class PostgresStepStore:
-    """The step's store on PostgreSQL: positions outside a transaction, the rest inside one."""
+    """The step's store on PostgreSQL: reads standing alone, each batch's write in one
+    transaction."""
 
     def __init__(self, engine: AsyncEngine, *, insert_below: int | None = None) -> None:
         self.engine = engine
@@ -56,48 +61,63 @@ class PostgresStepStore:
             )
             return {int(p): int(o) for p, o in result.all()}
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[PostgresStepTransaction]:
-        """One transaction: committed when the block ends, rolled back if it raises."""
-        async with self.engine.begin() as conn:
-            yield PostgresStepTransaction(conn, self.insert_below)
+    async def write(self, group_id: str, fence: Sequence[Fenced], rows: StepRows) -> Written:
+        """Writes one step's rows in one transaction, if every fenced partition is still at
+        the position expected (else writes nothing and says which moved).
+
+        The fence (``referee_fence``, migration 0006) locks each partition's position until
+        the transaction ends, then reads it. The outbox rows go last, under a transaction
+        lock shared by every writer: outbox positions are then taken in commit order, so a
+        relay reading positions in order never passes over a row that commits later.
+
+        A small batch is one statement in its own transaction: the fence, then every table's
+        INSERT, each gated on the fence's answer (one round trip, commit included). A large
+        batch is a transaction of COPYs, which move rows faster (docs/benchmarks.md).
+        """
+        ordered = sorted(fence)  # every writer locks in the same order: no deadlock
+        outbox = bool(rows.verdicts or rows.dead_letters)
+        async with self.engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            driver: Any = raw.driver_connection
+            if len(rows.journal) <= self.insert_below:
+                return await _write_at_once(driver, group_id, ordered, rows, outbox)
+            async with driver.transaction():
+                found = await driver.fetchval(
+                    _FENCE, *_fence_args(group_id, ordered, outbox_lock=False)
+                )
+                if found is not None:  # nothing written: the empty transaction ends
+                    return Written(_moved(ordered, found), None, time.perf_counter())
+                await _copy(driver, _PLAIN, (rows.journal, rows.versions, rows.positions))
+                if not outbox:
+                    return Written(None, None, time.perf_counter())
+                # One round trip: the writers' lock, and a notification the relay receives
+                # when this transaction commits (PostgreSQL delivers NOTIFY at commit).
+                await driver.execute(
+                    "SELECT pg_advisory_xact_lock($1), pg_notify($2, '')",
+                    OUTBOX_LOCK,
+                    OUTBOX_CHANNEL,
+                )
+                locked = time.perf_counter()
+                await _copy(driver, _OUTBOXES, (rows.verdicts, rows.dead_letters))
+                return Written(None, locked, time.perf_counter())
 
     @asynccontextmanager
-    async def reads(self) -> AsyncIterator[PostgresStepTransaction]:
+    async def reads(self) -> AsyncIterator[PostgresStepReads]:
         """A connection whose statements each stand alone (autocommit): no BEGIN and no
         COMMIT round trip around a batch's reads."""
         async with self.engine.connect() as conn:
-            yield PostgresStepTransaction(
-                await conn.execution_options(isolation_level="AUTOCOMMIT")
-            )
+            yield PostgresStepReads(await conn.execution_options(isolation_level="AUTOCOMMIT"))
 
     def is_outage(self, exc: BaseException) -> bool:
         """Checks if a failure is PostgreSQL being unavailable (``store/errors.py``)."""
         return is_outage(exc)
 
 
-class PostgresStepTransaction:
-    """The reads and appends of one processing step, inside its transaction."""
+class PostgresStepReads:
+    """The reads of one processing step (games, prints, journal ids), each standing alone."""
 
-    def __init__(self, conn: AsyncConnection, insert_below: int = 0) -> None:
+    def __init__(self, conn: AsyncConnection) -> None:
         self.conn = conn
-        self.insert_below = insert_below
-
-    async def lock_position(self, group_id: str, topic: str, partition: int) -> int:
-        """Takes the partition's transaction lock; returns its stored offset (-1 if none)."""
-        await self.conn.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"),
-            {"k": position_lock_name(group_id, topic, partition)},
-        )
-        result = await self.conn.execute(
-            text(
-                'SELECT max("offset") FROM consumer_positions '
-                "WHERE group_id = :g AND topic = :t AND partition = :p"
-            ),
-            {"g": group_id, "t": topic, "p": partition},
-        )
-        stored = result.scalar()
-        return -1 if stored is None else int(stored)
 
     async def load_games(self, game_ids: Sequence[str]) -> list[StoredGame]:
         """Returns the newest version of each of these games that has one."""
@@ -144,34 +164,9 @@ class PostgresStepTransaction:
         ids: list[int] = result.scalar_one()
         return sorted(ids)
 
-    async def append(self, rows: StepRows) -> float | None:
-        """Appends one step's rows with COPY.
 
-        The outbox rows go last, under a transaction lock shared by every writer: outbox
-        positions are then taken in commit order, so a relay reading positions in order never
-        passes over a row that commits later.
-        """
-        raw = await self.conn.get_raw_connection()
-        driver: Any = raw.driver_connection
-        # SQLAlchemy's asyncpg adapter begins the transaction at its first statement (the
-        # fence, in the step); driver calls before it would commit on their own.
-        if not driver.is_in_transaction():
-            raise RuntimeError("append needs the transaction begun by a statement first")
-        # A small batch goes in one INSERT a statement (a COPY costs two round trips per
-        # table); a large one by COPY, which moves rows faster (docs/benchmarks.md).
-        by_insert = len(rows.journal) <= self.insert_below
-        await _append(driver, _PLAIN, (rows.journal, rows.versions, rows.positions), by_insert)
-        if not rows.verdicts and not rows.dead_letters:
-            return None
-        # One round trip: the writers' lock, and a notification the relay receives when this
-        # transaction commits (PostgreSQL delivers NOTIFY at commit, never before).
-        await driver.execute(
-            "SELECT pg_advisory_xact_lock($1), pg_notify($2, '')", OUTBOX_LOCK, OUTBOX_CHANNEL
-        )
-        locked = time.perf_counter()
-        await _append(driver, _OUTBOXES, (rows.verdicts, rows.dead_letters), by_insert)
-        return locked
-
+PostgresStepTransaction = PostgresStepReads
+"""The name this class had while it also wrote (the reliability suites patch its reads)."""
 
 INSERT_BELOW = 100
 """Journal rows a batch may have to be appended by INSERT rather than COPY. Measured here:
@@ -187,44 +182,72 @@ _PLAIN: _Tables = (
 _OUTBOXES: _Tables = ((verdicts, VERDICT_COLUMNS), (dead_letters, DEAD_LETTER_COLUMNS))
 
 
-async def _append(
-    driver: Any,
-    tables: _Tables,
-    records: Sequence[Sequence[tuple[Any, ...]]],
-    by_insert: bool,
-) -> None:
-    """Appends the rows of these tables: by one INSERT, or by a COPY a table with rows."""
-    if by_insert:
-        await _insert(driver, tables, records)
-        return
+async def _copy(driver: Any, tables: _Tables, records: Sequence[Sequence[tuple[Any, ...]]]) -> None:
+    """Appends the rows of these tables by a COPY a table with rows."""
     for (table, columns), rows in zip(tables, records, strict=True):
         if rows:
             await driver.copy_records_to_table(table.name, records=rows, columns=columns)
 
 
-async def _insert(
-    driver: Any, tables: _Tables, records: Sequence[Sequence[tuple[Any, ...]]]
-) -> None:
-    """Appends the rows of several tables in one statement: an INSERT of ``unnest`` of one
-    array a column, a table per data-modifying WITH clause. Tables without rows are left out.
-    """
-    written = tuple(i for i, rows in enumerate(records) if rows)
-    if not written:
-        return
-    columns: list[list[Any]] = []
+_FENCE = (
+    "SELECT referee_fence($1::text, $2::text[], $3::integer[], $4::bigint[], $5::text[], "
+    "$6::bigint, $7::text)"
+)
+_FENCE_ARGS = 7
+
+
+def _fence_args(group_id: str, ordered: Sequence[Fenced], *, outbox_lock: bool) -> list[Any]:
+    """The arguments of ``referee_fence`` for these partitions (in locking order)."""
+    return [
+        group_id,
+        [f.topic for f in ordered],
+        [f.partition for f in ordered],
+        [f.expected for f in ordered],
+        [position_lock_name(group_id, f.topic, f.partition) for f in ordered],
+        OUTBOX_LOCK if outbox_lock else None,
+        OUTBOX_CHANNEL,
+    ]
+
+
+def _moved(ordered: Sequence[Fenced], found: Sequence[int]) -> Moved:
+    """The partition ``referee_fence`` found moved: ``{index (1-based), stored offset}``."""
+    index, stored = found
+    moved = ordered[index - 1]
+    return Moved(moved.topic, moved.partition, int(stored))
+
+
+_ALL: _Tables = _PLAIN + _OUTBOXES
+
+
+async def _write_at_once(
+    driver: Any, group_id: str, ordered: Sequence[Fenced], rows: StepRows, outbox: bool
+) -> Written:
+    """Writes a small batch by one statement, in a transaction of its own (autocommit)."""
+    records = (rows.journal, rows.versions, rows.positions, rows.verdicts, rows.dead_letters)
+    written = tuple(i for i, table_rows in enumerate(records) if table_rows)
+    arguments = _fence_args(group_id, ordered, outbox_lock=outbox)
     for i in written:
-        width = len(tables[i][1])
-        rows = records[i]
-        columns += [[row[c] for row in rows] for c in range(width)]
-    await driver.execute(_insert_statement(tables, written), *columns)
+        width = len(_ALL[i][1])
+        table_rows = records[i]
+        arguments += [[row[c] for row in table_rows] for c in range(width)]
+    started = time.perf_counter()
+    found = await driver.fetchval(_insert_statement(_ALL, written), *arguments)
+    ended = time.perf_counter()
+    if found is not None:
+        return Written(_moved(ordered, found), None, ended)
+    # the outbox lock is taken inside the statement: its hold is at most the statement's time
+    return Written(None, started if outbox else None, ended)
 
 
 @cache
 def _insert_statement(tables: _Tables, written: tuple[int, ...]) -> str:
-    """The statement ``_insert`` runs for rows in these of the tables."""
+    """The statement ``_write_at_once`` runs for rows in these of the tables: the fence (its
+    answer is the statement's result), then an INSERT of ``unnest`` of one array a column
+    for each table with rows, each a data-modifying WITH clause that inserts only if the
+    fence found every position as expected (a one-time filter, evaluated before any row)."""
     dialect: Any = postgresql.dialect()  # type: ignore[no-untyped-call]
     parts: list[str] = []
-    n = 0
+    n = _FENCE_ARGS
     for i in written:
         table, columns = tables[i]
         arrays = []
@@ -236,10 +259,8 @@ def _insert_statement(tables: _Tables, written: tuple[int, ...]) -> str:
         # The rows go in in the arrays' order, so an outbox position (a default) follows it.
         parts.append(
             f"INSERT INTO {table.name} ({names}) SELECT {names} FROM unnest({', '.join(arrays)})"  # noqa: S608
-            f" WITH ORDINALITY AS u({names}, row_number) ORDER BY row_number"
+            f" WITH ORDINALITY AS u({names}, row_number)"
+            " WHERE (SELECT moved FROM fence) IS NULL ORDER BY row_number"
         )
-    *first, last = parts
-    if not first:
-        return last
-    clauses = ", ".join(f"w{k} AS ({part})" for k, part in enumerate(first))
-    return f"WITH {clauses} {last}"
+    clauses = "".join(f", w{k} AS ({part})" for k, part in enumerate(parts))
+    return f"WITH fence AS ({_FENCE} AS moved){clauses} SELECT moved FROM fence"  # noqa: S608

@@ -1,17 +1,23 @@
-"""A batch's rows appended by INSERT (small batches) and by COPY (large ones) are the same
-rows: every column, the outbox order included."""
+"""A batch's write, by one statement (small batches) and by COPYs (large ones): the same
+rows, every column and the outbox order included; the same fence, which writes nothing for
+a partition moved on, and which waits for a concurrent write and then sees what it committed.
+"""
 
 from __future__ import annotations
 
 import asyncio
 
+import asyncpg
 import pytest
 
 from referee.store.database import create_engine, migrate
+from referee.store.locks import position_lock_name
 from referee.store.rows import (
     DeadLetterRow,
+    Fenced,
     GameVersionRow,
     JournalRow,
+    Moved,
     PositionRow,
     StepRows,
     VerdictRow,
@@ -79,9 +85,7 @@ TABLES = {
 async def appended(url: str, insert_below: int) -> dict[str, list[dict[str, object]]]:
     store = PostgresStepStore(create_engine(url), insert_below=insert_below)
     try:
-        async with store.transaction() as tx:
-            await tx.reserve_journal_ids(1)  # a statement begins the transaction
-            await tx.append(awkward_rows())
+        assert (await store.write("replay", [], awkward_rows())).moved is None
     finally:
         await store.engine.dispose()
     return {
@@ -106,21 +110,76 @@ async def test_insert_and_copy_append_the_same_rows(admin_url: str, migrated_dat
     assert by_insert["journal"][1]["max_event_bytes"] is None
 
 
-async def test_an_insert_the_database_refuses_fails_the_whole_transaction(
-    migrated_database: str,
+@pytest.mark.parametrize("insert_below", [1000, 0], ids=["one-statement", "copy"])
+async def test_a_row_the_database_refuses_fails_the_whole_transaction(
+    migrated_database: str, insert_below: int
 ) -> None:
-    store = PostgresStepStore(create_engine(migrated_database), insert_below=1000)
+    store = PostgresStepStore(create_engine(migrated_database), insert_below=insert_below)
     rows = awkward_rows()
     rows.verdicts.append(rows.verdicts[0])  # the same verdict id twice: a unique violation
 
-    async def write() -> None:
-        async with store.transaction() as tx:
-            await tx.reserve_journal_ids(1)
-            await tx.append(rows)
-
     try:
         with pytest.raises(Exception, match="verdict_id"):
-            await write()
+            await store.write("replay", [], rows)
     finally:
         await store.engine.dispose()
     assert await fetch(migrated_database, "SELECT id FROM journal") == []
+
+
+PATHS = pytest.mark.parametrize("insert_below", [1000, 0], ids=["one-statement", "copy"])
+TOPIC = "file:/logs/ünï.jsonl"
+
+
+@PATHS
+async def test_a_moved_partition_writes_nothing_and_says_where_it_is(
+    migrated_database: str, insert_below: int
+) -> None:
+    store = PostgresStepStore(create_engine(migrated_database), insert_below=insert_below)
+    try:
+        first = awkward_rows()
+        fence = [Fenced(TOPIC, 2**31 - 1, -1), Fenced("other", 0, -1)]
+        assert (await store.write("replay", fence, first)).moved is None
+        again = awkward_rows()
+        again.journal = [r._replace(id=r.id + 10) for r in again.journal]
+        stale = [Fenced("other", 0, 0), Fenced(TOPIC, 2**31 - 1, 7)]  # the second moved
+        written = await store.write("replay", stale, again)
+    finally:
+        await store.engine.dispose()
+    assert written.moved == Moved(TOPIC, 2**31 - 1, BIG)
+    assert [r["id"] for r in await fetch(migrated_database, "SELECT id FROM journal")] == [
+        1, 2, 3, 4, 5
+    ]  # fmt: skip
+    assert len(await fetch(migrated_database, "SELECT * FROM verdicts")) == 5
+
+
+@PATHS
+async def test_the_fence_waits_for_a_concurrent_write_and_sees_its_position(
+    migrated_database: str, insert_below: int
+) -> None:
+    """The lock and the read are two statements of the fence function: a read with the
+    snapshot of a statement begun before the lock wait would miss the other's commit."""
+    store = PostgresStepStore(create_engine(migrated_database), insert_below=insert_below)
+    other = await asyncpg.connect(migrated_database)
+    try:
+        holding = other.transaction()
+        await holding.start()
+        await other.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+            position_lock_name("replay", "other", 0),
+        )
+        await other.execute(
+            "INSERT INTO journal (id, source_topic, source_partition, source_offset, outcome, "
+            "took_place, fingerprint, raw) VALUES (99, 'other', 0, 41, 'rejected', false, "
+            "'\\x00', '')"
+        )
+        await other.execute("INSERT INTO consumer_positions VALUES ('replay', 'other', 0, 41, 99)")
+        write = asyncio.create_task(store.write("replay", [Fenced("other", 0, -1)], awkward_rows()))
+        await asyncio.sleep(0.3)
+        assert not write.done(), "the fence waits for the position's lock"
+        await holding.commit()
+        written = await asyncio.wait_for(write, 10)
+    finally:
+        await other.close()
+        await store.engine.dispose()
+    assert written.moved == Moved("other", 0, 41)
+    assert [r["id"] for r in await fetch(migrated_database, "SELECT id FROM journal")] == [99]

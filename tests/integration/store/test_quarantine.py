@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,8 @@ from referee.processing.replay import replay
 from referee.processing.replay_store import replay_into_store
 from referee.simulate import SimulationOptions, simulate
 from referee.store.database import create_engine
-from referee.store.rows import StepRows
-from referee.store.step_store import PostgresStepTransaction
+from referee.store.rows import Fenced, StepRows, Written
+from referee.store.step_store import PostgresStepStore
 from referee.store.views import StoreViews
 from tests.faults import chosen_play, faulty_judge, play_of
 from tests.integration.conftest import fetch
@@ -139,20 +139,22 @@ async def test_a_judge_that_fails_on_one_record_quarantines_that_record_only(
 
 
 def refusing(chosen: bytes, calls: list[int]) -> Callable[..., Any]:
-    """An ``append`` that refuses the chosen record as PostgreSQL refuses a value it cannot
+    """A ``write`` that refuses the chosen record as PostgreSQL refuses a value it cannot
     store (SQLSTATE 22021), unless it is journaled as rejected."""
-    real = PostgresStepTransaction.append
+    real = PostgresStepStore.write
 
-    async def append(tx: PostgresStepTransaction, rows: StepRows) -> float | None:
+    async def write(
+        store: PostgresStepStore, group_id: str, fence: Sequence[Fenced], rows: StepRows
+    ) -> Written:
         calls.append(len(rows.journal))
         for row in rows.journal:
             if row.raw == chosen and row.reason != "internal_error":
                 raise asyncpg.exceptions.CharacterNotInRepertoireError(
                     "invalid byte sequence for encoding UTF8 (injected)"
                 )
-        return await real(tx, rows)
+        return await real(store, group_id, fence, rows)
 
-    return append
+    return write
 
 
 async def test_a_record_the_store_refuses_is_isolated_by_splitting_its_batch(
@@ -161,7 +163,7 @@ async def test_a_record_the_store_refuses_is_isolated_by_splitting_its_batch(
     number, line = chosen_play(log)
     clean = in_memory(log)
     calls: list[int] = []
-    monkeypatch.setattr(PostgresStepTransaction, "append", refusing(line, calls))
+    monkeypatch.setattr(PostgresStepStore, "write", refusing(line, calls))
 
     verdicts, rejected = await into_store(log, migrated_database, batch_size=64)
 
@@ -189,15 +191,17 @@ async def test_an_outage_is_raised_for_a_retry_and_quarantines_nothing(
     migrated_database: str, log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     records = len(log.read_bytes().splitlines())  # noqa: ASYNC240 - a small file
-    real = PostgresStepTransaction.append
+    real = PostgresStepStore.write
     failures = [asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed")]
 
-    async def append(tx: PostgresStepTransaction, rows: StepRows) -> float | None:
+    async def write(
+        store: PostgresStepStore, group_id: str, fence: Sequence[Fenced], rows: StepRows
+    ) -> Written:
         if failures:
             raise failures.pop()
-        return await real(tx, rows)
+        return await real(store, group_id, fence, rows)
 
-    monkeypatch.setattr(PostgresStepTransaction, "append", append)
+    monkeypatch.setattr(PostgresStepStore, "write", write)
     with pytest.raises(asyncpg.exceptions.ConnectionDoesNotExistError):
         await into_store(log, migrated_database, batch_size=64)
     assert (await fetch(migrated_database, "SELECT count(*) AS n FROM journal"))[0]["n"] == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import asyncpg
 import pytest
 
 from referee.store.database import create_engine
@@ -47,21 +48,43 @@ async def test_a_commit_of_outbox_rows_notifies_the_listening_relay_at_commit_on
         async with PostgresRelayStore(engine).session() as session:
             assert await session.try_lead()
             await session.listen(woken.set)
-            writer = PostgresStepStore(create_engine(migrated_database))
+            # A batch written by COPY notifies, then appends its outbox rows: an admin's lock
+            # on the outbox table holds the write there, after the NOTIFY, before the commit.
+            writer = PostgresStepStore(create_engine(migrated_database), insert_below=0)
+            admin = await asyncpg.connect(migrated_database)
             try:
-                async with writer.transaction() as tx:
-                    await tx.reserve_journal_ids(1)  # the step's first statements begin it
-                    await tx.append(one_dead_letter())
-                    await asyncio.sleep(0.3)
-                    assert not woken.is_set(), "NOTIFY is delivered at commit, never before"
+                holding = admin.transaction()
+                await holding.start()
+                await admin.execute("LOCK TABLE dead_letters IN SHARE MODE")
+                write = asyncio.create_task(writer.write("g", [], one_dead_letter()))
+                await wait_for_lock_wait(admin)
+                await asyncio.sleep(0.3)
+                assert not woken.is_set(), "NOTIFY is delivered at commit, never before"
+                await holding.rollback()
+                assert (await write).moved is None
                 await asyncio.wait_for(woken.wait(), 5)
             finally:
+                await admin.close()
                 await writer.engine.dispose()
             await session.unlisten()
             await session.release()
             assert (await session.rows_after("dead_letters", 0, 10))[0].position >= 1
     finally:
         await engine.dispose()
+
+
+async def wait_for_lock_wait(admin: asyncpg.Connection) -> None:
+    """Waits until another session waits for a lock (the write, held by the admin's)."""
+    for _ in range(500):
+        await admin.execute("SELECT pg_stat_clear_snapshot()")  # a transaction caches it
+        waiting = await admin.fetchval(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        )
+        if waiting:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the write never waited for the lock")
 
 
 async def test_one_session_leads_at_a_time(migrated_database: str) -> None:
@@ -75,15 +98,3 @@ async def test_one_session_leads_at_a_time(migrated_database: str) -> None:
             assert await second.try_lead()
     finally:
         await engine.dispose()
-
-
-async def test_an_append_before_any_statement_is_refused_not_committed_alone(
-    migrated_database: str,
-) -> None:
-    writer = PostgresStepStore(create_engine(migrated_database))
-    try:
-        with pytest.raises(RuntimeError, match="transaction begun"):
-            async with writer.transaction() as tx:
-                await tx.append(one_dead_letter())
-    finally:
-        await writer.engine.dispose()

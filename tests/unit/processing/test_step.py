@@ -369,3 +369,41 @@ async def test_decoding_and_judging_a_batch_give_the_event_loop_its_turns(
     await ticker
     assert len(store.journal) == 30
     assert during >= 2 * len(batch), f"the loop ran other work {during} times for 30 records"
+
+
+def game_of(record: InputRecord) -> str:
+    game_id: str = json.loads(record.raw)["game_id"]
+    return game_id
+
+
+async def test_a_batch_of_cached_games_reads_nothing_from_the_store() -> None:
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    first = STREAM[:40]
+    await step.process(first)
+    assert store.reads_opened == 1, "games to load and journal ids to reserve"
+    cached = {game_of(r) for r in first}
+    later = [r for r in STREAM[40:] if game_of(r) in cached][:30]
+    for i in range(0, len(later), 5):
+        await step.process(later[i : i + 5])
+    assert store.reads_opened == 1, "cached games and ids in hand: no read"
+    assert store.commits == 1 + (len(later) + 4) // 5
+    ids = [r.id for r in store.journal]
+    assert ids == list(range(1, len(first) + len(later) + 1)), "ascending, in processing order"
+
+
+async def test_the_ids_in_hand_are_dropped_when_partitions_move() -> None:
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    await step.process(STREAM[:10])
+    reserved = store.next_id
+    await step.forget_partitions({(TOPIC, 0), (TOPIC, 1)})
+    await step.process(STREAM[10:20])
+    assert store.reads_opened == 2
+    newer = [r.id for r in store.journal[10:]]
+    assert min(newer) == reserved, "a block reserved after every id the step held"
+    assert newer == sorted(newer)
+    reserved = store.next_id
+    await step.load_positions(TOPIC, [0, 1])
+    await step.process(STREAM[20:30])
+    assert min(r.id for r in store.journal[20:]) == reserved
