@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -207,15 +207,31 @@ def _ssl_argument(query: dict[str, str]) -> ssl.SSLContext | str | None:
 
 
 def create_engine(url: str, pool_size: int = 5, max_overflow: int = 5) -> AsyncEngine:
-    """Returns an async engine on the asyncpg driver."""
+    """Returns an async engine on the asyncpg driver.
+
+    A pooled connection whose server went away (a PostgreSQL restart, a failover) is
+    replaced at checkout, without the round trip of a ping (SQLAlchemy's ``pool_pre_ping``
+    would cost one a checkout, two a live batch): asyncpg marks a connection closed as soon
+    as its socket does, and a connection that breaks in use fails that batch, which is
+    retried as an outage (``referee/store/errors.py``) on a connection of its own.
+    """
     target = parse_database_url(url)
-    return create_async_engine(
+    engine = create_async_engine(
         target.url,
         connect_args=target.connect_args,
         pool_size=pool_size,
         max_overflow=max_overflow,
-        pool_pre_ping=True,
     )
+    event.listen(engine.sync_engine.pool, "checkout", _replace_closed)
+    return engine
+
+
+def _replace_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Makes the pool replace a connection its driver knows closed (SQLAlchemy retries the
+    checkout on ``DisconnectionError``)."""
+    driver = getattr(dbapi_connection, "driver_connection", None)
+    if driver is None or driver.is_closed():
+        raise DisconnectionError("the pooled connection was closed")
 
 
 async def check_reachable(engine: AsyncEngine, seconds: float = 10.0) -> None:

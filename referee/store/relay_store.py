@@ -47,9 +47,13 @@ class PostgresRelayStore:
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[PostgresRelaySession]:
-        """A session of its own; the relay lock, if taken, goes with it."""
+        """A session of its own; the relay lock, if taken, goes with it.
+
+        Its statements each stand alone (autocommit): a read of an outbox is then one round
+        trip, not three (BEGIN, the read, COMMIT), and every read sees the newest commits.
+        """
         async with self.engine.connect() as conn:
-            yield PostgresRelaySession(conn)
+            yield PostgresRelaySession(await conn.execution_options(isolation_level="AUTOCOMMIT"))
 
     async def backlog(self, outbox: str, after: int) -> Backlog:
         """Returns how many rows of ``outbox`` are past ``after``, and the oldest one's age."""
