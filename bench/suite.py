@@ -6,6 +6,9 @@ import asyncio
 import contextlib
 import json
 import os
+import subprocess
+import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -62,6 +65,20 @@ def ab_main(ctx: Context) -> int:
     return 0
 
 
+def compile_bytecode() -> None:
+    """Compiles the environment's and the referee's bytecode, as the image does at build
+    (Dockerfile: UV_COMPILE_BYTECODE=1), so the referee processes timed here start as a
+    deployed one does: with PYTHONDONTWRITEBYTECODE=1 (set on this machine) and no bytecode,
+    every start compiled ~2,100 modules (1.1 s), which a deployed referee never pays."""
+    targets = [sysconfig.get_paths()["purelib"], str(ROOT / "referee"), str(ROOT / "migrations")]
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", *targets],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    say("bytecode compiled (as the image is)")
+
+
 def main(options: Options) -> int:
     """Runs the benchmarks ``options`` ask for and writes their report; the exit status."""
     work = options.workdir.resolve()
@@ -75,6 +92,7 @@ def main(options: Options) -> int:
     img = output.parent / "img"
     started = time.perf_counter()
     info = machine()
+    compile_bytecode()
     try:
         ctx.admin_url = start_service(ctx, "postgres.sh", "DATABASE_URL")
         ctx.bootstrap = start_service(ctx, "kafka.sh", "KAFKA_BOOTSTRAP")
