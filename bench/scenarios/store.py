@@ -47,36 +47,46 @@ async def copy_ceiling_file(url: str, log: Path, batch_size: int) -> tuple[int, 
 
 
 async def run(ctx: Context) -> None:
-    """``referee replay --database`` of the main log into a fresh database."""
+    """``referee replay --database`` of the main log into a fresh database, against the raw
+    COPY ceiling, alternating (referee, ceiling, referee, ...), best of ``repeats`` each, as
+    the in-memory replay is measured: one run of either moves by 20-30% on this machine."""
     say("2. store replay")
     log = ctx.shared_logs().main
     batch = 2000
-    url = await fresh_database(ctx, "store", migrate=False)
-    wall, err = run_cli(
-        [
-            "replay",
-            str(log),
-            "--database",
-            url,
-            "--batch-size",
-            str(batch),
-            "--output",
-            "/dev/null",
-        ],
-        timeout=900,
-    )
-    records, seconds = parse_speed(err)
-    say(f"   referee: {records / seconds:,.0f} events/s ({seconds:.1f} s, wall {wall:.1f} s)")
-    ceil_url = await fresh_database(ctx, "storeceil", migrate=True)
-    lines, ceil_seconds = await copy_ceiling_file(ceil_url, log, batch)
-    say(f"   ceiling (COPY raw): {lines / ceil_seconds:,.0f} lines/s")
+    runs: list[tuple[int, float, float]] = []
+    ceilings: list[float] = []
+    for attempt in range(ctx.sizes.repeats):
+        url = await fresh_database(ctx, f"store{attempt}", migrate=False)
+        wall, err = run_cli(
+            [
+                "replay",
+                str(log),
+                "--database",
+                url,
+                "--batch-size",
+                str(batch),
+                "--output",
+                "/dev/null",
+            ],
+            timeout=900,
+        )
+        records, seconds = parse_speed(err)
+        runs.append((records, seconds, wall))
+        say(f"   referee: {records / seconds:,.0f} events/s ({seconds:.1f} s, wall {wall:.1f} s)")
+        ceil_url = await fresh_database(ctx, f"storeceil{attempt}", migrate=True)
+        lines, ceil_seconds = await copy_ceiling_file(ceil_url, log, batch)
+        ceilings.append(lines / ceil_seconds)
+        say(f"   ceiling (COPY raw): {lines / ceil_seconds:,.0f} lines/s")
+    records, seconds, wall = min(runs, key=lambda r: r[1])
     ctx.results["store"] = {
         "events": records,
         "eps": records / seconds,
         "seconds": seconds,
         "wall": wall,
         "wall_eps": records / wall,
-        "ceiling_eps": lines / ceil_seconds,
+        "ceiling_eps": max(ceilings),
+        "all_eps": [r / s for r, s, _ in runs],
+        "all_ceiling_eps": ceilings,
         "batch": batch,
     }
     ctx.note(f"uv run referee replay {log} --database URL --batch-size {batch} --output /dev/null")
