@@ -408,6 +408,9 @@ class ProcessingStep:
         written = await self.store.write(self.group_id, fence, rows)
         moved = written.moved
         if moved is not None:
+            # Another writer numbered records after every id in hand: ids from a block
+            # reserved before would put this consumer's next records before its in the journal.
+            self._ids.clear()
             self.committed[moved.topic, moved.partition] = moved.stored
             raise PositionMoved(
                 moved.topic, moved.partition, moved.stored, expected[moved.topic, moved.partition]
@@ -458,8 +461,9 @@ class ProcessingStep:
 
         Ids stay ascending in processing order: a block is reserved after every id in hand
         (a sequence only grows), and the ids in hand are dropped whenever partitions are
-        assigned or revoked, so a partition's new owner uses ids reserved after its old
-        owner's last.
+        assigned or revoked and whenever a write finds a partition moved by another writer,
+        so a partition's new owner (or an old owner going on after it) uses ids reserved
+        after the other's last.
         """
         pool = self._ids
         if len(pool) < count:

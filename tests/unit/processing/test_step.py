@@ -407,3 +407,19 @@ async def test_the_ids_in_hand_are_dropped_when_partitions_move() -> None:
     await step.load_positions(TOPIC, [0, 1])
     await step.process(STREAM[20:30])
     assert min(r.id for r in store.journal[20:]) == reserved
+
+
+async def test_a_consumer_fenced_by_another_numbers_its_next_records_after_the_others() -> None:
+    """A zombie owner that kept a block of ids must not journal its records after the new
+    owner's with ids from before them: the audit replays the journal in id order."""
+    store = FakeStepStore()
+    stream = on(0, STREAM)
+    zombie, owner = ProcessingStep(store, GROUP), ProcessingStep(store, GROUP)
+    await zombie.process(stream[:5])  # a block reserved, five ids used
+    await owner.load_positions(TOPIC, [0])  # the partition given to another consumer
+    await owner.process(stream[5:10])
+    with pytest.raises(PositionMoved):
+        await zombie.process(stream[5:15])
+    await zombie.process(stream[10:15])  # re-seeked past the other's records, it goes on
+    by_id = [r.source_offset for r in sorted(store.journal, key=lambda r: r.id)]
+    assert by_id == [r.offset for r in stream[:15]]
