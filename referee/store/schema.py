@@ -16,7 +16,6 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 
 metadata = MetaData()
 
@@ -76,7 +75,7 @@ game_versions = Table(
     metadata,
     Column("game_id", Text, primary_key=True),
     Column("version", BigInteger, primary_key=True, comment="the last seq folded into this state"),
-    Column("state", JSONB, nullable=False),
+    Column("state", Text, nullable=False),  # the state codec's JSON, as written (0007)
     Column("journal_id", BigInteger, nullable=False, comment="the last journal row folded"),
     Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     comment="The projection: each game's folded state, a version per processed batch.",
