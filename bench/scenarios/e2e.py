@@ -117,11 +117,28 @@ async def run(ctx: Context) -> None:
     await produce(ctx.bootstrap, topics.input, records)
     produce_eps = len(records) / (time.perf_counter() - started)
     say(f"   produced {len(records)} records at {produce_eps:,.0f}/s")
-    ceil_url = await fresh_database(ctx, "kceil", migrate=True)
-    ceiling = await kafka_ceiling(ctx, ceil_url, topics.input, len(records), E2E_BATCH)
-    say(f"   ceiling: {ceiling['eps']:,.0f} events/s")
-    run = await serve_run(ctx, topics, len(records), expected_verdicts, E2E_BATCH, "e2e")
-    say(f"   referee serve: {run['eps']:,.0f} events/s ({run['seconds']:.1f} s)")
+    # The ceiling and the referee alternate, best of ``repeats`` each, as the store replay
+    # and the in-memory replay are measured: one run of either moves by 20% here.
+    ceilings: list[dict[str, Any]] = []
+    runs: list[tuple[dict[str, Any], Topics]] = []
+    for attempt in range(ctx.sizes.repeats):
+        ceil_url = await fresh_database(ctx, f"kceil{attempt}", migrate=True)
+        ceilings.append(await kafka_ceiling(ctx, ceil_url, topics.input, len(records), E2E_BATCH))
+        say(f"   ceiling: {ceilings[-1]['eps']:,.0f} events/s")
+        run_topics = topics if attempt == 0 else fresh_topics(topics.input)
+        runs.append(
+            (
+                await serve_run(
+                    ctx, run_topics, len(records), expected_verdicts, E2E_BATCH, f"e2e{attempt}"
+                ),
+                run_topics,
+            )
+        )
+        say(
+            f"   referee serve: {runs[-1][0]['eps']:,.0f} events/s ({runs[-1][0]['seconds']:.1f} s)"
+        )
+    ceiling = max(ceilings, key=lambda c: float(c["eps"]))
+    run, topics = max(runs, key=lambda r: float(r[0]["eps"]))
     # the breakdown before the pipeline: the same run with each batch written before the next
     serial_topics = fresh_topics(topics.input)
     serial = await serve_run(
@@ -146,6 +163,8 @@ async def run(ctx: Context) -> None:
         "ceiling": ceiling,
         "serve": run,
         "serial": serial,
+        "all_serve_eps": [r["eps"] for r, _ in runs],
+        "all_ceiling_eps": [c["eps"] for c in ceilings],
         "same_verdicts": same,
         "partitions": 4,
     }
