@@ -441,14 +441,18 @@ class ProcessingStep:
         cached games, with ids left in hand, reads nothing and opens no connection."""
         games = self.referee.games
         absent = sorted(g for g in touched if g not in games)
-        if not absent and len(self._ids) >= count and not any(self._wanted_prints(parsed)):
+        # With every game cached, the prints wanted are known now; else once they are loaded.
+        wanted = None if absent else self._wanted_prints(parsed)
+        if wanted is not None and not any(wanted) and len(self._ids) >= count:
             return await self._take_ids(None, count)  # in hand: no connection
         async with self.store.reads() as tx:
-            for stored in await tx.load_games(absent) if absent else ():
-                games[stored.game_id] = GameLedger(
-                    decode_state(stored.state), stored.last_seq, complete=False
-                )
-            seqs, event_ids = self._wanted_prints(parsed)
+            if wanted is None:
+                for stored in await tx.load_games(absent):
+                    games[stored.game_id] = GameLedger(
+                        decode_state(stored.state), stored.last_seq, complete=False
+                    )
+                wanted = self._wanted_prints(parsed)
+            seqs, event_ids = wanted
             if seqs or event_ids:
                 for row in await tx.load_prints(seqs, event_ids):
                     ledger = games[row.game_id]

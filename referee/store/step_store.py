@@ -233,7 +233,7 @@ async def _write_at_once(
         table_rows = records[i]
         arguments += [[row[c] for row in table_rows] for c in range(width)]
     started = time.perf_counter()
-    found = await driver.fetchval(_insert_statement(_ALL, written), *arguments)
+    found = await driver.fetchval(_insert_statement(written), *arguments)
     ended = time.perf_counter()
     if found is not None:
         return Written(_moved(ordered, found), None, ended)
@@ -242,7 +242,7 @@ async def _write_at_once(
 
 
 @cache
-def _insert_statement(tables: _Tables, written: tuple[int, ...]) -> str:
+def _insert_statement(written: tuple[int, ...]) -> str:
     """The statement ``_write_at_once`` runs for rows in these of the tables: the fence (its
     answer is the statement's result), then an INSERT of ``unnest`` of one array a column
     for each table with rows, each a data-modifying WITH clause that inserts only if the
@@ -251,7 +251,7 @@ def _insert_statement(tables: _Tables, written: tuple[int, ...]) -> str:
     parts: list[str] = []
     n = _FENCE_ARGS
     for i in written:
-        table, columns = tables[i]
+        table, columns = _ALL[i]
         arrays = []
         for name in columns:
             n += 1
