@@ -21,7 +21,7 @@ from referee.domain.line import Line, line_at
 from referee.domain.rules import Rules, SpinnerArms
 from referee.domain.spinner import Spinner, empty_spinner, spinner_at
 from referee.domain.state import GameState, RoundState, round_state
-from referee.domain.teams import seat_teams
+from referee.domain.teams import Teams, seat_teams
 from referee.domain.tiles import mask_of, sorted_tiles, tile
 from referee.domain.trains import NOT_PENDING, Trains, trains_table
 
@@ -66,8 +66,8 @@ _SPINNER_FIELDS = (
 def _round_to_json(rnd: RoundState) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "number": rnd.round_number,
-        "hands": [sorted_tiles(h) for h in rnd.hand_masks],
-        "boneyard": sorted_tiles(rnd.boneyard_mask),
+        "hands": [_tiles_json(h) for h in rnd.hand_masks],
+        "boneyard": _tiles_json(rnd.boneyard_mask),
     }
     layout = rnd.layout
     if isinstance(layout, Line):
@@ -78,16 +78,104 @@ def _round_to_json(rnd: RoundState) -> dict[str, Any]:
     return doc
 
 
+# The live path encodes the state of every game a batch touched. What does not change over a
+# game (its players, rules and teams) is encoded once per game, and a hand (or boneyard) once
+# per distinct mask: pieces already encoded are put in as ``msgspec.Raw``, which the encoder
+# copies verbatim, so the bytes are those of encoding the whole document at once (the pieces
+# come from the same sorted-key encoder; a test holds the two equal).
+_TILES: dict[int, msgspec.Raw] = {}
+_Fixed = tuple[tuple[str, ...], Rules, Teams, msgspec.Raw, msgspec.Raw, msgspec.Raw | None]
+_FIXED: dict[int, _Fixed] = {}
+_REMEMBERED = 20_000
+"""Entries each cache keeps before it starts over: a bound on memory (a few MB), well above
+the games one batch touches."""
+
+
+def _tiles_json(mask: int) -> msgspec.Raw:
+    raw = _TILES.get(mask)
+    if raw is None:
+        if len(_TILES) >= _REMEMBERED:
+            _TILES.clear()
+        raw = _TILES[mask] = msgspec.Raw(_encode(sorted_tiles(mask)))
+    return raw
+
+
+def _fixed_json(game: GameState) -> tuple[msgspec.Raw, msgspec.Raw, msgspec.Raw | None]:
+    """The encoded players, rules and teams of a game: what no action changes.
+
+    Cached under the identity of the game's players tuple, which every state of a game
+    shares; the entry keeps that tuple (so its identity cannot be reused while cached), and
+    the three fields are compared by identity before the entry is trusted."""
+    key = id(game.players)
+    cached = _FIXED.get(key)
+    if cached is not None:
+        of_players, of_rules, of_teams, players, rules, teams = cached
+        if of_players is game.players and of_rules is game.rules and of_teams is game.teams:
+            return players, rules, teams
+    if len(_FIXED) >= _REMEMBERED:
+        _FIXED.clear()
+    players = msgspec.Raw(_encode(list(game.players)))
+    rules = msgspec.Raw(_encode(RulesWire.from_domain(game.rules)))
+    ids = game.teams.ids
+    teams = None
+    if ids is not None:
+        teams = msgspec.Raw(
+            _encode(
+                {
+                    team: [
+                        p for seat, p in enumerate(game.players) if game.teams.of_seat[seat] == t
+                    ]
+                    for t, team in enumerate(ids)
+                }
+            )
+        )
+    _FIXED[key] = (game.players, game.rules, game.teams, players, rules, teams)
+    return players, rules, teams
+
+
 def encode_state(game: GameState) -> bytes:
     """Returns the game's state as canonical JSON."""
+    players, rules, teams = _fixed_json(game)
     doc: dict[str, Any] = {
-        "players": list(game.players),
-        "rules": RulesWire.from_domain(game.rules),
+        "players": players,
+        "rules": rules,
         # By seat, each player's team figure: the store's standings view reads it so.
         "scores": list(game.teams.by_seat(game.scores)),
         "round": None if game.round is None else _round_to_json(game.round),
         "winner": game.winner,
     }
+    if teams is not None:
+        doc["teams"] = teams
+    return _encode(doc)
+
+
+def encode_state_plainly(game: GameState) -> bytes:
+    """Returns what ``encode_state`` returns, encoded in one piece, with no cache (the
+    definition the cached encoding is held to)."""
+    rnd = game.round
+    doc: dict[str, Any] = {
+        "players": list(game.players),
+        "rules": RulesWire.from_domain(game.rules),
+        "scores": list(game.teams.by_seat(game.scores)),
+        "round": None,
+        "winner": game.winner,
+    }
+    if rnd is not None:
+        layout = rnd.layout
+        doc["round"] = {
+            "number": rnd.round_number,
+            "hands": [sorted_tiles(h) for h in rnd.hand_masks],
+            "boneyard": sorted_tiles(rnd.boneyard_mask),
+            **(
+                {"left": layout.left, "right": layout.right}
+                if isinstance(layout, Line)
+                else {"layout": _layout_to_json(layout)}
+            ),
+            "turn": rnd.turn,
+            "drew": rnd.drew,
+            "chain": list(rnd.chain),
+            "ended": rnd.ended,
+        }
     ids = game.teams.ids
     if ids is not None:
         doc["teams"] = {

@@ -13,9 +13,9 @@ from contextlib import asynccontextmanager
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Table, select, text, tuple_
+from sqlalchemy import Table, text
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.store.errors import is_outage
 from referee.store.locks import OUTBOX_CHANNEL, OUTBOX_LOCK, position_lock_name
@@ -106,7 +106,8 @@ class PostgresStepStore:
         """A connection whose statements each stand alone (autocommit): no BEGIN and no
         COMMIT round trip around a batch's reads."""
         async with self.engine.connect() as conn:
-            yield PostgresStepReads(await conn.execution_options(isolation_level="AUTOCOMMIT"))
+            raw = await conn.get_raw_connection()
+            yield PostgresStepReads(raw.driver_connection)
 
     def is_outage(self, exc: BaseException) -> bool:
         """Checks if a failure is PostgreSQL being unavailable (``store/errors.py``)."""
@@ -114,55 +115,59 @@ class PostgresStepStore:
 
 
 class PostgresStepReads:
-    """The reads of one processing step (games, prints, journal ids), each standing alone."""
+    """The reads of one processing step (games, prints, journal ids), each standing alone.
 
-    def __init__(self, conn: AsyncConnection) -> None:
-        self.conn = conn
+    They run on the pooled connection's asyncpg connection, as the writes do: a statement
+    outside a transaction commits by itself, and asyncpg prepares each text once per
+    connection, so a batch's reads cost the round trips and nothing of SQLAlchemy's
+    statement compilation (per batch on the live path)."""
+
+    def __init__(self, driver: Any) -> None:
+        self.driver = driver
 
     async def load_games(self, game_ids: Sequence[str]) -> list[StoredGame]:
         """Returns the newest version of each of these games that has one."""
         if not game_ids:
             return []
-        result = await self.conn.execute(
-            text(
-                "SELECT DISTINCT ON (game_id) game_id, version, state::text FROM game_versions "
-                "WHERE game_id = ANY(:ids) ORDER BY game_id, version DESC"
-            ),
-            {"ids": list(game_ids)},
-        )
-        return [StoredGame(g, int(v), s) for g, v, s in result.all()]
+        rows = await self.driver.fetch(_LOAD_GAMES, list(game_ids))
+        return [StoredGame(g, int(v), s) for g, v, s in rows]
 
     async def load_prints(
         self, seqs: Sequence[tuple[str, int]], event_ids: Sequence[tuple[str, str]]
     ) -> list[StoredPrint]:
         """Returns the journal's fingerprints of these (game, seq) and (game, event id) places."""
         rows: list[StoredPrint] = []
-        columns = (journal.c.game_id, journal.c.seq, journal.c.event_id, journal.c.fingerprint)
         if seqs:
-            result = await self.conn.execute(
-                select(*columns).where(
-                    journal.c.took_place, tuple_(journal.c.game_id, journal.c.seq).in_(seqs)
-                )
-            )
-            rows += [StoredPrint(*r) for r in result.all()]
+            games, numbers = zip(*seqs, strict=True)
+            found = await self.driver.fetch(_PRINTS_OF_SEQS, list(games), list(numbers))
+            rows += [StoredPrint(*r) for r in found]
         if event_ids:
-            result = await self.conn.execute(
-                select(*columns).where(
-                    journal.c.took_place,
-                    tuple_(journal.c.game_id, journal.c.event_id).in_(event_ids),
-                )
-            )
-            rows += [StoredPrint(*r) for r in result.all()]
+            games, ids = zip(*event_ids, strict=True)
+            found = await self.driver.fetch(_PRINTS_OF_EVENT_IDS, list(games), list(ids))
+            rows += [StoredPrint(*r) for r in found]
         return rows
 
     async def reserve_journal_ids(self, count: int) -> list[int]:
         """Returns ``count`` fresh journal ids, ascending (arrival order)."""
-        result = await self.conn.execute(
-            text("SELECT array_agg(nextval('journal_id_seq')) FROM generate_series(1, :n)"),
-            {"n": count},
-        )
-        ids: list[int] = result.scalar_one()
+        ids: list[int] = await self.driver.fetchval(_RESERVE_IDS, count)
         return sorted(ids)
+
+
+_LOAD_GAMES = (
+    "SELECT DISTINCT ON (game_id) game_id, version, state::text FROM game_versions "
+    "WHERE game_id = ANY($1::text[]) ORDER BY game_id, version DESC"
+)
+# (game, seq) and (game, event id) pairs as two parallel arrays; IN keeps each journal row once
+# however often its place is asked for, as the row-value IN list this replaced did.
+_PRINTS_OF_SEQS = (
+    "SELECT game_id, seq, event_id, fingerprint FROM journal WHERE took_place"
+    " AND (game_id, seq) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))"
+)
+_PRINTS_OF_EVENT_IDS = (
+    "SELECT game_id, seq, event_id, fingerprint FROM journal WHERE took_place"
+    " AND (game_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))"
+)
+_RESERVE_IDS = "SELECT array_agg(nextval('journal_id_seq')) FROM generate_series(1, $1::int)"
 
 
 PostgresStepTransaction = PostgresStepReads

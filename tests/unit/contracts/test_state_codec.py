@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from referee.contracts.rejection import FileSource
-from referee.contracts.state_codec import decode_state, encode_state
+from referee.contracts.state_codec import decode_state, encode_state, encode_state_plainly
+from referee.domain.rules import Rules
 from referee.processing.referee import Referee
 from referee.simulate import SimulationOptions, simulate
 
@@ -41,6 +42,7 @@ def test_every_state_of_simulated_games_round_trips_through_the_codec(
             continue
         state = referee.games[result.game_id].state
         encoded = encode_state(state)
+        assert encoded == encode_state_plainly(state)  # the cached pieces change no byte
         assert decode_state(encoded) == state
         assert encode_state(decode_state(encoded)) == encoded
         checked += 1
@@ -62,3 +64,17 @@ def test_states_stored_by_edition_1_decode_to_the_games_edition_2_derives() -> N
         assert encode_state(derived).decode() == row["state"]  # the same bytes as edition 1
     assert not wanted
     assert len(stored) > 30
+
+
+def test_the_cached_pieces_follow_a_state_whose_rules_or_players_changed() -> None:
+    referee = Referee()
+    options = SimulationOptions(games=2, seed=8, foul_rate=0.0, concurrency=1)
+    for number, (_, line) in enumerate(simulate(options), start=1):
+        referee.process(line, FileSource("sim", number))
+    state = next(iter(referee.games.values())).state
+    assert encode_state(state) == encode_state_plainly(state)  # cached now
+    # the same players tuple (the cache's key) with other rules: a fresh piece, not the cached
+    other = state._replace(rules=Rules(target_score=(state.rules.target_score or 100) + 7))
+    assert encode_state(other) == encode_state_plainly(other) != encode_state(state)
+    renamed = state._replace(players=tuple(f"{p}-x" for p in state.players))
+    assert encode_state(renamed) == encode_state_plainly(renamed) != encode_state(state)
