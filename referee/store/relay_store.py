@@ -127,30 +127,21 @@ class PostgresRelaySession:
         return int(position or 0)
 
     async def rows_after(self, outbox: str, cursor: int, limit: int) -> list[OutboxRow]:
-        """Returns up to ``limit`` rows of ``outbox`` past ``cursor``, in position order."""
-        table = _table(outbox)
-        rows = (
-            await self.conn.execute(
-                text(
-                    f"SELECT position, {OUTBOX_KEYS[table]}, body FROM {table} "  # noqa: S608 - known names
-                    "WHERE position > :c ORDER BY position LIMIT :n"
-                ),
-                {"c": cursor, "n": limit},
-            )
-        ).all()
-        await self.conn.commit()
+        """Returns up to ``limit`` rows of ``outbox`` past ``cursor``, in position order.
+
+        Read on the asyncpg connection itself (the session is in autocommit), its statement
+        prepared once: the relay reads every outbox on every pump."""
+        rows = await (await self._driver()).fetch(_ROWS_AFTER[_table(outbox)], cursor, limit)
         return [OutboxRow(int(p), _key_bytes(k), str(b).encode()) for p, k, b in rows]
 
     async def save_checkpoint(self, outbox: str, position: int) -> None:
         """Appends that every row of ``outbox`` up to ``position`` is on its topic."""
-        await self.conn.execute(
-            text(
-                "INSERT INTO relay_checkpoints (outbox, position) VALUES (:o, :p) "
-                "ON CONFLICT DO NOTHING"
-            ),
-            {"o": _table(outbox), "p": position},
+        await (await self._driver()).execute(
+            "INSERT INTO relay_checkpoints (outbox, position) VALUES ($1, $2) "
+            "ON CONFLICT DO NOTHING",
+            _table(outbox),
+            position,
         )
-        await self.conn.commit()
 
     async def _name(self, name: str) -> None:
         # so an operator (or a test) finds the leader's session in pg_stat_activity
@@ -158,6 +149,13 @@ class PostgresRelaySession:
             text("SELECT set_config('application_name', :n, false)"), {"n": name}
         )
         await self.conn.commit()
+
+
+_ROWS_AFTER = {
+    table: f"SELECT position, {keys}, body FROM {table} "  # noqa: S608 - known names
+    "WHERE position > $1 ORDER BY position LIMIT $2"
+    for table, keys in OUTBOX_KEYS.items()
+}
 
 
 def _table(outbox: str) -> str:
