@@ -278,8 +278,9 @@ class ProcessingStep:
             self.on_committed(judged.result)
 
     def _kept(self, judged: _Judged, pinned: set[str]) -> None:
-        for tp, offset in _last_offsets(judged.result).items():
-            self.committed[tp] = offset
+        committed = self.committed
+        for position in judged.rows.positions:  # each partition's last record of the batch
+            committed[position.topic, position.partition] = position.offset
         self._trim(judged.touched, pinned)
 
     def _undo(self, *batches: _Judged | None) -> None:
@@ -594,10 +595,3 @@ class ProcessingStep:
 
 def _unobserved(stage: str, seconds: float) -> None:
     """Observes nothing (no breakdown asked for)."""
-
-
-def _last_offsets(result: StepResult) -> dict[Partition, int]:
-    last: dict[Partition, int] = {}
-    for record, _ in result.processed:
-        last[record.topic, record.partition] = record.offset
-    return last
