@@ -84,7 +84,7 @@ class BatchHandler:
         service = self.service
         metrics = service.metrics
         now = time.time()
-        metrics.count_batch(p for _, p in result.processed)
+        metrics.count_batch(result.processed)
         metrics.batch_seconds.observe(time.monotonic() - result.started)
         metrics.last_batch.set(now)
         service.last_commit = time.monotonic()
