@@ -113,6 +113,11 @@ _CHECKED_MINUTES: set[str] = set()
 hour and minute."""
 _DIGITS = frozenset("0123456789")
 _REMEMBERED_DATES = 10_000
+GOOD_TIMESTAMPS: set[str] = set()
+"""Timestamps found good, exactly as written: the events of a table share their seconds (a
+live stream repeats each many times), and the edge looks a repeat up before calling
+``is_rfc3339``. Bounded as the other remembered values are."""
+_REMEMBERED_TIMESTAMPS = 100_000
 
 
 def is_rfc3339(value: str) -> bool:
@@ -124,13 +129,16 @@ def is_rfc3339(value: str) -> bool:
     if len(value) == 20 and value[:16] in _CHECKED_MINUTES:
         # The usual shape, "YYYY-MM-DDTHH:MM:SSZ", in a minute already checked: only the
         # seconds (00-60, ASCII digits) and the zone remain.
-        return (
+        good = (
             value[16] == ":"
             and value[19] in "Zz"
             and value[17] in "0123456"
             and value[18] in _DIGITS
             and value[17:19] <= "60"
         )
+        if good:
+            _remember_timestamp(value)
+        return good
     if _RFC3339.fullmatch(value) is None:
         return False
     # The pattern guarantees two ASCII digits in each field, so comparing the text compares
@@ -150,7 +158,14 @@ def is_rfc3339(value: str) -> bool:
         if len(_CHECKED_MINUTES) >= _REMEMBERED_DATES:
             _CHECKED_MINUTES.clear()
         _CHECKED_MINUTES.add(value[:16])
+    _remember_timestamp(value)
     return True
+
+
+def _remember_timestamp(value: str) -> None:
+    if len(GOOD_TIMESTAMPS) >= _REMEMBERED_TIMESTAMPS:
+        GOOD_TIMESTAMPS.clear()
+    GOOD_TIMESTAMPS.add(value)
 
 
 def _is_real_date(year: int, month: int, day: int) -> bool:

@@ -9,6 +9,7 @@ import msgspec
 
 from referee.contracts.game_checks import game_started_problem
 from referee.contracts.limits import (
+    GOOD_TIMESTAMPS,
     MAX_DEPTH,
     MAX_INTEGER,
     flattened,
@@ -93,7 +94,8 @@ def _problem(event: InputEvent) -> str | None:
     if event.game_id not in _VALID_GAME_IDS and not _known_game_id(event.game_id):
         tag = event.__struct_config__.tag
         return f"{tag}: Expected `str` matching regex {GAME_ID_PATTERN!r} - at `$.game_id`"
-    if not is_rfc3339(event.occurred_at):
+    occurred_at = event.occurred_at
+    if occurred_at not in GOOD_TIMESTAMPS and not is_rfc3339(occurred_at):
         tag = event.__struct_config__.tag
         return (
             f"{tag}: {event.occurred_at!r} is not an RFC 3339 date-time naming a real instant"

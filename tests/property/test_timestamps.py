@@ -34,3 +34,17 @@ def test_the_fast_path_takes_the_usual_shape_and_refuses_what_the_full_check_ref
     for bad in ("61", "6a", "a0", "٢٠", "99"):
         assert not is_rfc3339(f"2026-11-30T12:04:{bad}Z"), bad
     assert not is_rfc3339("2026-11-30T12:04:00Q")
+
+
+@given(minute=st.sampled_from(MINUTES), tails=st.lists(TAILS, max_size=6))
+def test_only_timestamps_the_full_check_accepts_are_remembered_as_good(
+    minute: str, tails: list[str]
+) -> None:
+    limits.GOOD_TIMESTAMPS.clear()
+    is_rfc3339(minute + ":00Z")  # the minute remembered: the fast path answers the rest
+    for tail in tails:
+        is_rfc3339(minute + tail)
+    remembered = set(limits.GOOD_TIMESTAMPS)
+    assert minute + ":00Z" in remembered
+    # the edge skips is_rfc3339 for these: each must be one the full check accepts
+    assert all(full_check(value) for value in remembered), remembered
