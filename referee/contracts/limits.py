@@ -117,7 +117,7 @@ GOOD_TIMESTAMPS: set[str] = set()
 """Timestamps found good, exactly as written: the events of a table share their seconds (a
 live stream repeats each many times), and the edge looks a repeat up before calling
 ``is_rfc3339``. Bounded as the other remembered values are."""
-_REMEMBERED_TIMESTAMPS = 100_000
+_REMEMBERED_TIMESTAMPS = 10_000
 
 
 def is_rfc3339(value: str) -> bool:
