@@ -117,19 +117,8 @@ def _fixed_json(game: GameState) -> tuple[msgspec.Raw, msgspec.Raw, msgspec.Raw 
         _FIXED.clear()
     players = msgspec.Raw(_encode(list(game.players)))
     rules = msgspec.Raw(_encode(RulesWire.from_domain(game.rules)))
-    ids = game.teams.ids
-    teams = None
-    if ids is not None:
-        teams = msgspec.Raw(
-            _encode(
-                {
-                    team: [
-                        p for seat, p in enumerate(game.players) if game.teams.of_seat[seat] == t
-                    ]
-                    for t, team in enumerate(ids)
-                }
-            )
-        )
+    members = _team_members(game)
+    teams = None if members is None else msgspec.Raw(_encode(members))
     _FIXED[key] = (game.players, game.rules, game.teams, players, rules, teams)
     return players, rules, teams
 
@@ -177,13 +166,22 @@ def encode_state_plainly(game: GameState) -> bytes:
             "chain": list(rnd.chain),
             "ended": rnd.ended,
         }
-    ids = game.teams.ids
-    if ids is not None:
-        doc["teams"] = {
-            team: [p for seat, p in enumerate(game.players) if game.teams.of_seat[seat] == t]
-            for t, team in enumerate(ids)
-        }
+    members = _team_members(game)
+    if members is not None:
+        doc["teams"] = members
     return _encode(doc)
+
+
+def _team_members(game: GameState) -> dict[str, list[str]] | None:
+    """Each team's players in seat order, by team id (``None``: no teams)."""
+    ids = game.teams.ids
+    if ids is None:
+        return None
+    of_seat = game.teams.of_seat
+    return {
+        team: [p for seat, p in enumerate(game.players) if of_seat[seat] == t]
+        for t, team in enumerate(ids)
+    }
 
 
 def _mask(items: list[list[int]]) -> int:
