@@ -55,6 +55,7 @@ NO_VERDICTS: tuple[Verdict, ...] = ()
 # Hot-path constants. Reading a member off an enum class costs 100-200 ns in CPython 3.11 (the
 # metaclass makes it a slow attribute lookup), several times a module global; the judge reads
 # these on nearly every event.
+_new = tuple.__new__  # a state built without its named tuple's generated __new__ (state.py)
 _FULL_ROUND = BlockConfirmation.FULL_ROUND
 _NO_DRAW = DrawRule.NONE
 _DRAW_ONCE = DrawRule.ONCE
@@ -296,14 +297,20 @@ def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Ju
         return _rejected(game, seat, placed)
     layout: Layout = placed  # type: ignore[assignment]  # not a foul, so a layout
     played = hand ^ bit
-    after = round_state(
-        rnd.round_number,
-        (*hands[:seat], played, *hands[seat + 1 :]),
-        boneyard,
-        layout,
-        # A pending double keeps the turn with its player, who may draw again (trains).
-        seat if layout.double_pending else (seat + 1) % len(game.players),
-        (),  # a play breaks any confirmation chain
+    # round_state(...) and game.with_round(...) written out: a call less each, per play
+    after = _new(
+        RoundState,
+        (
+            rnd.round_number,
+            (*hands[:seat], played, *hands[seat + 1 :]),
+            boneyard,
+            layout,
+            # A pending double keeps the turn with its player, who may draw again (trains).
+            seat if layout.double_pending else (seat + 1) % len(game.players),
+            False,  # drew
+            (),  # chain: a play breaks any confirmation chain
+            False,  # ended
+        ),
     )
     rules = game.rules
     verdicts = NO_VERDICTS
@@ -313,7 +320,8 @@ def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Ju
         return _end_round(game, after, seat, RoundEnd.DOMINO, verdicts)
     if rules.block_confirmation is _FULL_ROUND:
         # No block can follow a play in this mode: the chain is empty.
-        return game.with_round(after), verdicts
+        players, _, seats, teams, scores, _, winner = game
+        return _new(GameState, (players, rules, seats, teams, scores, after, winner)), verdicts
     return _after_applied(game, after, seat, verdicts)
 
 
@@ -359,14 +367,18 @@ def _draw(game: GameState, rnd: RoundState, seat: int, action: TileDrawn) -> Jud
     if rules.draw_while_able is _DRAWING_FOULS and hand & layout.playable(seat):
         game, foul = _foul(game, seat, FoulKind.DRAW_WHILE_ABLE)
         verdicts = (foul,)
-    after = round_state(
-        rnd.round_number,
-        (*hands[:seat], hand | bit, *hands[seat + 1 :]),
-        boneyard ^ bit,
-        layout,
-        seat,
-        (),  # chain
-        drew=True,
+    after = _new(
+        RoundState,
+        (
+            rnd.round_number,
+            (*hands[:seat], hand | bit, *hands[seat + 1 :]),
+            boneyard ^ bit,
+            layout,
+            seat,
+            True,  # drew
+            (),  # chain
+            False,  # ended
+        ),
     )
     return _after_applied(game, after, seat, verdicts)
 
@@ -387,13 +399,18 @@ def _pass(game: GameState, rnd: RoundState, seat: int) -> Judgement:
         verdicts = (recorded,)
     passed = layout.passed(seat)  # trains: the passer's train opens
     restart = CONTINUE if passed is layout else passed.restart(layout, seat)
-    after = round_state(
-        rnd.round_number,
-        rnd.hand_masks,
-        rnd.boneyard_mask,
-        passed,
-        game.next_seat(seat),
-        extend_chain(rnd.chain, seat, foul is None and exhausted, restart),
+    after = _new(
+        RoundState,
+        (
+            rnd.round_number,
+            rnd.hand_masks,
+            rnd.boneyard_mask,
+            passed,
+            (seat + 1) % len(game.players),
+            False,  # drew
+            extend_chain(rnd.chain, seat, foul is None and exhausted, restart),
+            False,  # ended
+        ),
     )
     return _after_applied(game, after, seat, verdicts)
 
@@ -410,11 +427,13 @@ def _after_applied(
         undecided = len(rnd.chain) < len(players)
     else:
         undecided = rnd.boneyard_mask.bit_count() > rules.boneyard_reserve
-    if undecided:
-        return game.with_round(rnd), verdicts
-    proposer = block_proposer(rnd, mode, actor, len(players), rules.boneyard_reserve)
-    if proposer is None:
-        return game.with_round(rnd), verdicts
+    if (
+        undecided
+        or (proposer := block_proposer(rnd, mode, actor, len(players), rules.boneyard_reserve))
+        is None
+    ):
+        _, _, seats, teams, scores, _, winner = game
+        return _new(GameState, (players, rules, seats, teams, scores, rnd, winner)), verdicts
     confirmed = tuple(players[s] for s in rnd.chain) if mode is _FULL_ROUND else ()
     declared = BlockDeclared(
         proposer=players[proposer],
