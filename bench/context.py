@@ -44,6 +44,8 @@ class Sizes:
     warmup_seconds: float
     memory_games: int
     repeats: int
+    e2e_warmups: int
+    """Unmeasured end-to-end rounds (ceiling and ``serve``) before the measured ones."""
 
 
 FULL = Sizes(
@@ -54,6 +56,7 @@ FULL = Sizes(
     warmup_seconds=5.0,
     memory_games=100_000,
     repeats=3,
+    e2e_warmups=2,
 )
 QUICK = Sizes(
     games=150,
@@ -63,6 +66,7 @@ QUICK = Sizes(
     warmup_seconds=1.0,
     memory_games=5_000,
     repeats=1,
+    e2e_warmups=1,
 )
 
 

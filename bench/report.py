@@ -379,7 +379,10 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
             " gives. The published verdicts were then read back and compared with the"
             " in-memory replay's output: "
             + ("**identical**." if e2e["same_verdicts"] else "**they differ** (investigate).")
-            + f" (a) and (b) alternate, best of {len(e2e.get('all_serve_eps', [0]))} runs each.",
+            + f" (a) and (b) alternate, best of {len(e2e.get('all_serve_eps', [0]))} runs each,"
+            f" after {e2e.get('warmups', 0)} unmeasured rounds of both: the broker is a JVM"
+            " started for this run, and its JIT compiler takes 0.5-1.2 s of CPU in each of"
+            " the first rounds that use transactions (bench/notes.md).",
             "",
             "| | events/s (best) | all runs | seconds | events/s after start-up |",
             "|---|---|---|---|---|",
