@@ -355,14 +355,18 @@ class OutboxRelay:
         progress = self._progress = {o.name: await self._resume(session, o) for o in self.outboxes}
         while not stopping.is_set():
             self.alive_at = time.monotonic()
+            # Cleared before the outboxes are read: a commit notified from here on (during
+            # the reads, or the idle checkpoint below) keeps it set, and the relay reads
+            # again at once instead of sleeping through its poll.
+            self.wake.clear()
             moved = 0
             for outbox in self.outboxes:
                 moved += await self._pump(session, producer, outbox, progress[outbox.name])
             if not moved:
                 await self._checkpoint(session, progress, force=True)
-                self.wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
+                if not self.wake.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
                 if self.wake.is_set() and self.woken_at:
                     self.metrics.observe_stage("relay_wake", time.perf_counter() - self.woken_at)
             else:

@@ -208,3 +208,39 @@ async def test_a_commit_of_outbox_rows_wakes_the_relay_without_waiting_for_its_p
     stopping.set()
     relay.wake.set()
     await task
+
+
+async def test_a_commit_notified_while_the_relay_goes_idle_is_not_slept_through() -> None:
+    """A notification that arrives after the relay found its outboxes empty but before it
+    waits (here: during its idle checkpoint) wakes it all the same."""
+    store, broker = filled(2), FakeBroker()
+    producers: list[FakeProducer] = []
+    relay = OutboxRelay(
+        store,
+        [VERDICTS, DEAD],
+        lambda: producers.append(FakeProducer(broker)) or producers[-1],  # type: ignore[func-returns-value]
+        FakeTails(broker),
+        Metrics(),
+        poll_seconds=10.0,  # a lost notification would be slept through
+    )
+    stopping = asyncio.Event()
+    task = asyncio.create_task(relay.run(stopping))
+    await eventually(lambda: len(broker.committed) == 3)
+    session = store.holder
+    assert session is not None
+    saved = session.save_checkpoint
+    late: list[int] = []
+
+    async def save_then_commit(outbox: str, position: int) -> None:
+        await saved(outbox, position)
+        if not late:  # the next idle checkpoint: a commit and its notification meanwhile
+            late.append(position)
+            store.add("verdicts", b"g9", b"{}")
+
+    session.save_checkpoint = save_then_commit  # type: ignore[method-assign]
+    store.add("verdicts", b"g8", b"{}")  # woken: published, then the idle checkpoint
+    await eventually(lambda: len(broker.committed) == 5, limit=2)
+    assert late, "the commit came during the idle checkpoint"
+    stopping.set()
+    relay.wake.set()
+    await task
