@@ -35,6 +35,7 @@ def make_relay(
     broker: FakeBroker,
     producers: list[FakeProducer],
     fail_at: int | None = None,
+    poll_seconds: float = 0.01,
     **kwargs: int,
 ) -> OutboxRelay:
     def make() -> FakeProducer:
@@ -47,7 +48,7 @@ def make_relay(
         make,
         FakeTails(broker),
         Metrics(),
-        poll_seconds=0.01,
+        poll_seconds=poll_seconds,
         **kwargs,
     )
 
@@ -192,14 +193,8 @@ async def test_the_relay_producer_is_transactional_with_that_id() -> None:
 async def test_a_commit_of_outbox_rows_wakes_the_relay_without_waiting_for_its_poll() -> None:
     store, broker = filled(2), FakeBroker()
     producers: list[FakeProducer] = []
-    relay = OutboxRelay(
-        store,
-        [VERDICTS, DEAD],
-        lambda: producers.append(FakeProducer(broker)) or producers[-1],  # type: ignore[func-returns-value]
-        FakeTails(broker),
-        Metrics(),
-        poll_seconds=10.0,  # only the notification can make it publish in time
-    )
+    # only the notification can make it publish in time
+    relay = make_relay(store, broker, producers, poll_seconds=10.0)
     stopping = asyncio.Event()
     task = asyncio.create_task(relay.run(stopping))
     await eventually(lambda: len(broker.committed) == 3)
@@ -215,14 +210,7 @@ async def test_a_commit_notified_while_the_relay_goes_idle_is_not_slept_through(
     waits (here: during its idle checkpoint) wakes it all the same."""
     store, broker = filled(2), FakeBroker()
     producers: list[FakeProducer] = []
-    relay = OutboxRelay(
-        store,
-        [VERDICTS, DEAD],
-        lambda: producers.append(FakeProducer(broker)) or producers[-1],  # type: ignore[func-returns-value]
-        FakeTails(broker),
-        Metrics(),
-        poll_seconds=10.0,  # a lost notification would be slept through
-    )
+    relay = make_relay(store, broker, producers, poll_seconds=10.0)  # a lost one sleeps 10 s
     stopping = asyncio.Event()
     task = asyncio.create_task(relay.run(stopping))
     await eventually(lambda: len(broker.committed) == 3)
