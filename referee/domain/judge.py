@@ -427,13 +427,11 @@ def _after_applied(
         undecided = len(rnd.chain) < len(players)
     else:
         undecided = rnd.boneyard_mask.bit_count() > rules.boneyard_reserve
-    if (
-        undecided
-        or (proposer := block_proposer(rnd, mode, actor, len(players), rules.boneyard_reserve))
-        is None
-    ):
-        _, _, seats, teams, scores, _, winner = game
-        return _new(GameState, (players, rules, seats, teams, scores, rnd, winner)), verdicts
+    if undecided:
+        return game.with_round(rnd), verdicts
+    proposer = block_proposer(rnd, mode, actor, len(players), rules.boneyard_reserve)
+    if proposer is None:
+        return game.with_round(rnd), verdicts
     confirmed = tuple(players[s] for s in rnd.chain) if mode is _FULL_ROUND else ()
     declared = BlockDeclared(
         proposer=players[proposer],

@@ -19,7 +19,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import NamedTuple
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed
@@ -43,10 +42,6 @@ from referee.store.rows import (
 )
 
 log = logging.getLogger("referee.step")
-
-_PARTITION_OF: Callable[[InputRecord], tuple[str, int]] = itemgetter(1, 2)
-"""A record's (topic, partition), by C rather than a Python expression per record."""
-_OFFSET_OF: Callable[[InputRecord], int] = itemgetter(3)
 
 _OUTCOME_TEXT = {o: o.value for o in Outcome}
 
@@ -374,8 +369,6 @@ class ProcessingStep:
         self.observe("decode", clock() - decoding)
         touched = {g for p in parsed if (g := p.game_id) is not None}
         counted = referee.tally.copy()
-        # per partition rather than per record: a batch holds a few partitions
-        expected = {tp: positions[tp] for tp in set(map(_PARTITION_OF, fresh))}
         try:
             started = time.perf_counter()
             ids = await self._read(parsed, touched, len(fresh))
@@ -397,8 +390,13 @@ class ProcessingStep:
             self._evict(touched)
             referee.tally = counted
             raise
-        # each partition's last offset (its records come in order), without a Python loop
-        positions.update(zip(map(_PARTITION_OF, fresh), map(_OFFSET_OF, fresh), strict=True))
+        # The position rows hold each partition's last record of the batch: the stored
+        # position the write must find is the one before them, and then theirs is the next.
+        expected: dict[Partition, int] = {}
+        for position in rows.positions:
+            tp = position.topic, position.partition
+            expected[tp] = positions[tp]
+            positions[tp] = position.offset
         return _Judged(records, result, rows, touched, expected, counted)
 
     async def _fenced(self, expected: dict[Partition, int], rows: StepRows) -> Written:
