@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from types import MappingProxyType
 from typing import Annotated, Literal, TypeVar
 
@@ -14,6 +15,7 @@ from referee.domain import events as domain
 from referee.domain.events import End
 from referee.domain.fouls import FoulKind
 from referee.domain.rules import (
+    NO_PENALTIES,
     BlockConfirmation,
     BlockWinner,
     DoubleRule,
@@ -133,6 +135,30 @@ _T = TypeVar("_T")
 
 def _option(description: str) -> msgspec.Meta:
     return msgspec.Meta(description=description)
+
+
+SHARED_RULES_LIMIT = 256
+"""How many distinct rule sets ``shared_rules`` keeps; rules past it are not shared."""
+
+_RULE_FIELDS = tuple(f.name for f in fields(Rules) if f.name != "foul_penalty")
+_shared_rules: dict[tuple[object, ...], Rules] = {}
+
+
+def shared_rules(rules: Rules) -> Rules:
+    """Returns the one shared object equal to ``rules`` (``rules`` itself the first time).
+
+    Rules are immutable, so games of equal rules may hold one object: 100,000 open games of
+    one rule set hold one ``Rules`` rather than 100,000 (docs/benchmarks.md, "Peak memory").
+    The table is bounded: once ``SHARED_RULES_LIMIT`` rule sets are kept, others are returned
+    as they are, so a stream of ever-different rules costs a lookup each and no memory.
+    """
+    key = (*(getattr(rules, name) for name in _RULE_FIELDS), frozenset(rules.foul_penalty.items()))
+    kept = _shared_rules.get(key)
+    if kept is not None:
+        return kept
+    if len(_shared_rules) < SHARED_RULES_LIMIT:
+        _shared_rules[key] = rules
+    return rules
 
 
 class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
@@ -293,30 +319,38 @@ class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=Fals
         )
 
     def to_domain(self) -> Rules:
-        """Returns the domain's rules: absent options at their defaults (by layout)."""
+        """Returns the domain's rules: absent options at their defaults (by layout).
+
+        Equal rules come back as one shared object (``shared_rules``): a platform runs a few
+        rule sets over many games, and each game holds its rules for as long as it is open.
+        """
         layout = _given(self.layout, Layout.LINE)
-        return Rules(
-            max_pip=self.max_pip,
-            draw=_given(self.draw, default_draw(layout)),
-            draw_while_able=self.draw_while_able,
-            block_confirmation=self.block_confirmation,
-            block_points=self.block_points,
-            domino_points=self.domino_points,
-            tie=self.tie,
-            rounding=self.rounding,
-            double_blank=self.double_blank,
-            foul_penalty=MappingProxyType(dict(self.foul_penalty)),
-            target_score=self.target_score,
-            layout=layout,
-            spinner_arms=_given(self.spinner_arms, SpinnerArms.AFTER_SIDES),
-            mexican_train=_given(self.mexican_train, True),  # noqa: FBT003
-            double_rule=_given(self.double_rule, DoubleRule.SATISFY),
-            engine_order=_given(self.engine_order, EngineOrder.FREE),
-            boneyard_reserve=_given(self.boneyard_reserve, 0),
-            block_winner=_given(self.block_winner, BlockWinner.LOWEST_TEAM),
-            scoring=_given(self.scoring, default_scoring(layout)),
-            rounds=_given(self.rounds, None),
-            play_scoring=_given(self.play_scoring, PlayScoring.NONE),
+        return shared_rules(
+            Rules(
+                max_pip=self.max_pip,
+                draw=_given(self.draw, default_draw(layout)),
+                draw_while_able=self.draw_while_able,
+                block_confirmation=self.block_confirmation,
+                block_points=self.block_points,
+                domino_points=self.domino_points,
+                tie=self.tie,
+                rounding=self.rounding,
+                double_blank=self.double_blank,
+                foul_penalty=(
+                    MappingProxyType(dict(self.foul_penalty)) if self.foul_penalty else NO_PENALTIES
+                ),
+                target_score=self.target_score,
+                layout=layout,
+                spinner_arms=_given(self.spinner_arms, SpinnerArms.AFTER_SIDES),
+                mexican_train=_given(self.mexican_train, True),  # noqa: FBT003
+                double_rule=_given(self.double_rule, DoubleRule.SATISFY),
+                engine_order=_given(self.engine_order, EngineOrder.FREE),
+                boneyard_reserve=_given(self.boneyard_reserve, 0),
+                block_winner=_given(self.block_winner, BlockWinner.LOWEST_TEAM),
+                scoring=_given(self.scoring, default_scoring(layout)),
+                rounds=_given(self.rounds, None),
+                play_scoring=_given(self.play_scoring, PlayScoring.NONE),
+            )
         )
 
 

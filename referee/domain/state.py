@@ -16,6 +16,8 @@ from referee.domain.tiles import Tile, TileMask, mask_pips, shows, sorted_tiles,
 from referee.domain.trains import lay_engine
 
 _new = tuple.__new__
+_ZEROS = tuple((0,) * n for n in range(17))
+"""The scores of a game that has just started, shared by every game of as many teams."""
 
 
 class Move(NamedTuple):
@@ -168,7 +170,7 @@ def new_game(
         rules=rules,
         seats={p: i for i, p in enumerate(players)},
         teams=seated,
-        scores=(0,) * seated.size,
+        scores=_ZEROS[seated.size] if seated.size < len(_ZEROS) else (0,) * seated.size,
     )
 
 

@@ -42,8 +42,17 @@ class Teams(NamedTuple):
 
 
 def solo(players: int) -> Teams:
-    """Returns the teams of a game without partnerships: every player alone."""
+    """Returns the teams of a game without partnerships: every player alone.
+
+    The teams of up to ``len(_SOLO) - 1`` players are shared values, built once: a game
+    holds its teams for as long as it is open.
+    """
+    if players < len(_SOLO):
+        return _SOLO[players]
     return Teams(tuple(range(players)), None)
+
+
+_SOLO = tuple(Teams(tuple(range(n)), None) for n in range(17))
 
 
 def seat_teams(players: Sequence[str], teams: Mapping[str, Sequence[str]] | None) -> Teams:
