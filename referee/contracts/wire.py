@@ -325,33 +325,32 @@ class RulesWire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=Fals
         rule sets over many games, and each game holds its rules for as long as it is open.
         """
         layout = _given(self.layout, Layout.LINE)
-        return shared_rules(
-            Rules(
-                max_pip=self.max_pip,
-                draw=_given(self.draw, default_draw(layout)),
-                draw_while_able=self.draw_while_able,
-                block_confirmation=self.block_confirmation,
-                block_points=self.block_points,
-                domino_points=self.domino_points,
-                tie=self.tie,
-                rounding=self.rounding,
-                double_blank=self.double_blank,
-                foul_penalty=(
-                    MappingProxyType(dict(self.foul_penalty)) if self.foul_penalty else NO_PENALTIES
-                ),
-                target_score=self.target_score,
-                layout=layout,
-                spinner_arms=_given(self.spinner_arms, SpinnerArms.AFTER_SIDES),
-                mexican_train=_given(self.mexican_train, True),  # noqa: FBT003
-                double_rule=_given(self.double_rule, DoubleRule.SATISFY),
-                engine_order=_given(self.engine_order, EngineOrder.FREE),
-                boneyard_reserve=_given(self.boneyard_reserve, 0),
-                block_winner=_given(self.block_winner, BlockWinner.LOWEST_TEAM),
-                scoring=_given(self.scoring, default_scoring(layout)),
-                rounds=_given(self.rounds, None),
-                play_scoring=_given(self.play_scoring, PlayScoring.NONE),
-            )
+        rules = Rules(
+            max_pip=self.max_pip,
+            draw=_given(self.draw, default_draw(layout)),
+            draw_while_able=self.draw_while_able,
+            block_confirmation=self.block_confirmation,
+            block_points=self.block_points,
+            domino_points=self.domino_points,
+            tie=self.tie,
+            rounding=self.rounding,
+            double_blank=self.double_blank,
+            foul_penalty=(
+                MappingProxyType(dict(self.foul_penalty)) if self.foul_penalty else NO_PENALTIES
+            ),
+            target_score=self.target_score,
+            layout=layout,
+            spinner_arms=_given(self.spinner_arms, SpinnerArms.AFTER_SIDES),
+            mexican_train=_given(self.mexican_train, True),  # noqa: FBT003
+            double_rule=_given(self.double_rule, DoubleRule.SATISFY),
+            engine_order=_given(self.engine_order, EngineOrder.FREE),
+            boneyard_reserve=_given(self.boneyard_reserve, 0),
+            block_winner=_given(self.block_winner, BlockWinner.LOWEST_TEAM),
+            scoring=_given(self.scoring, default_scoring(layout)),
+            rounds=_given(self.rounds, None),
+            play_scoring=_given(self.play_scoring, PlayScoring.NONE),
         )
+        return shared_rules(rules)
 
 
 def _given(value: _T | UnsetType, default: _T) -> _T:
