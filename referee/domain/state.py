@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import NamedTuple
 
 from referee.domain.events import End
@@ -16,8 +17,6 @@ from referee.domain.tiles import Tile, TileMask, mask_pips, shows, sorted_tiles,
 from referee.domain.trains import lay_engine
 
 _new = tuple.__new__
-_ZEROS = tuple((0,) * n for n in range(17))
-"""The scores of a game that has just started, shared by every game of as many teams."""
 
 
 class Move(NamedTuple):
@@ -170,8 +169,15 @@ def new_game(
         rules=rules,
         seats={p: i for i, p in enumerate(players)},
         teams=seated,
-        scores=_ZEROS[seated.size] if seated.size < len(_ZEROS) else (0,) * seated.size,
+        scores=_zero_scores(seated.size),
     )
+
+
+@cache
+def _zero_scores(teams: int) -> tuple[int, ...]:
+    """Returns the scores of a game that has just started, shared by every game of as many
+    teams."""
+    return (0,) * teams
 
 
 def new_layout(

@@ -7,6 +7,7 @@ player is a team of one, numbered by seat, and every scoring formula is edition 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import NamedTuple
 
 
@@ -41,18 +42,13 @@ class Teams(NamedTuple):
         return tuple(per_team[t] for t in self.of_seat)
 
 
+@cache
 def solo(players: int) -> Teams:
     """Returns the teams of a game without partnerships: every player alone.
 
-    The teams of up to ``len(_SOLO) - 1`` players are shared values, built once: a game
-    holds its teams for as long as it is open.
+    One shared value per table size (a game holds its teams for as long as it is open).
     """
-    if players < len(_SOLO):
-        return _SOLO[players]
     return Teams(tuple(range(players)), None)
-
-
-_SOLO = tuple(Teams(tuple(range(n)), None) for n in range(17))
 
 
 def seat_teams(players: Sequence[str], teams: Mapping[str, Sequence[str]] | None) -> Teams:
