@@ -106,6 +106,7 @@ def both(value: float, target: float, ratio: float, least: float) -> str:
 
 
 STAGES = (
+    ("arrival", "an event's Kafka timestamp to its batch's receipt (produce, broker, fetch)"),
     ("fetch_wait", "waiting for the next batch (fetch; idle time included)"),
     ("decode", "decode at the edge"),
     ("load", "load games and prints, reserve journal ids"),

@@ -94,8 +94,8 @@ class Metrics:
         self.stage_seconds = Histogram(
             "referee_stage_seconds",
             "Time of each stage of the live path, per batch or per relay pump: decode, load, "
-            "judge, rows, wait, copy, commit (the step); fetch_wait, offset_commit (the "
-            "consumer); relay_wake, relay_read, relay_send, relay_commit (the relay).",
+            "judge, rows, wait, copy, commit (the step); arrival, fetch_wait, offset_commit "
+            "(the consumer); relay_wake, relay_read, relay_send, relay_commit (the relay).",
             ["stage"],
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
             registry=r,

@@ -147,6 +147,41 @@ async def test_an_edition_2_log_of_every_family_through_serve_equals_replay(
     assert await asyncio.to_thread(process.wait, 30) == 0
 
 
+async def test_a_partition_whose_oldest_records_are_deleted_starts_at_its_earliest(
+    stack: Stack, simulated_log: Path
+) -> None:
+    """Nothing stored and the log start past offset 0 (retention deleted the oldest records):
+    every partition is read from its earliest record on, none stalls on offset 0."""
+    from aiokafka import TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+
+    from tests.integration.conftest import fetch
+
+    lines = keyed_lines(simulated_log)[:400]
+    await produce(stack.bootstrap, stack.topics.input, lines)
+    deleted = 7
+    admin = AIOKafkaAdminClient(bootstrap_servers=stack.bootstrap)
+    await admin.start()
+    try:
+        await admin.delete_records(
+            {TopicPartition(stack.topics.input, p): RecordsToDelete(deleted) for p in range(4)}
+        )
+    finally:
+        await admin.close()
+    process, port = stack.start()
+    await wait_ready(port)
+    await wait_until_caught_up(stack, len(lines) - 4 * deleted, 0, limit=60)
+    rows = await fetch(
+        stack.database_url,
+        "SELECT source_partition AS p, min(source_offset) AS first, count(*) AS n FROM journal"
+        " GROUP BY source_partition ORDER BY source_partition",
+    )
+    assert [r["first"] for r in rows] == [deleted] * 4, "not started at each log start"
+    assert sum(r["n"] for r in rows) == len(lines) - 4 * deleted
+    process.send_signal(signal.SIGTERM)
+    assert await asyncio.to_thread(process.wait, 30) == 0
+
+
 async def test_sigkill_ten_times_mid_stream_loses_and_doubles_nothing(
     stack: Stack, simulated_log: Path, tmp_path: Path
 ) -> None:
