@@ -123,7 +123,11 @@ class Settings(BaseSettings):
         default=2000, ge=1, le=BATCH_SIZE_CAP, description="Most records in one processing step."
     )
     batch_linger_ms: int = Field(
-        default=50, ge=0, description="How long to wait for a batch to fill, in milliseconds."
+        default=50,
+        ge=1,
+        description="How long a poll for the next batch waits when no record is buffered, in "
+        "milliseconds, before it polls again. A record is taken as soon as it arrives: no "
+        "batch waits to fill.",
     )
     max_event_bytes: int = Field(
         default=65536,

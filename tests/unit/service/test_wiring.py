@@ -6,12 +6,15 @@ The same paths run on the real broker in tests/integration/kafka; these pin the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+import anyio
 import pytest
 from aiokafka import TopicPartition
+from aiokafka.errors import ConsumerStoppedError
 from faststream.kafka import TestKafkaBroker
 
 from referee.service.app import build
@@ -144,3 +147,49 @@ async def test_a_revoked_partition_is_forgotten_and_its_lag_series_dropped(
     assert families == {(topic, "1")}, "no series left for a partition no longer owned"
     rebalances = service.metrics.rebalances._value.get()
     assert rebalances == 2.0
+
+
+class PollingConsumer:
+    """Answers the subscriber's polls: nothing buffered, then a batch, then stopped."""
+
+    def __init__(self, batch: tuple[object, ...]) -> None:
+        self.answers: list[dict[TopicPartition, list[object]]] = [
+            {},
+            {TopicPartition("t", 0): list(batch)},
+        ]
+        self.polls: list[tuple[int, int | None]] = []
+
+    async def getmany(
+        self, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[object]]:
+        self.polls.append((timeout_ms, max_records))
+        if not self.answers:
+            raise ConsumerStoppedError
+        return self.answers.pop(0)
+
+
+async def test_the_consume_loop_polls_again_at_once_after_an_empty_poll(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FastStream's batch subscriber sleeps the poll's timeout after an empty poll, and a
+    record arriving meanwhile waits; the referee's poll returns the empty batch and the loop
+    polls again without sleeping (the waiting is ``getmany``'s, which returns on arrival)."""
+
+    async def no_sleep(seconds: float) -> None:
+        raise AssertionError(f"slept {seconds} s between two polls")
+
+    monkeypatch.setattr(anyio, "sleep", no_sleep)
+    monkeypatch.setattr(asyncio, "sleep", no_sleep)
+    subscriber = service.subscriber
+    consumed: list[object] = []
+
+    async def consume(message: object) -> None:
+        consumed.append(message)
+
+    monkeypatch.setattr(subscriber, "consume", consume)
+    monkeypatch.setattr(subscriber, "running", True)
+    consumer = PollingConsumer(("r1", "r2"))
+    await subscriber._run_consume_loop(consumer)
+    settings = service.settings
+    assert consumer.polls == [(settings.batch_linger_ms, settings.batch_size)] * 3
+    assert consumed == [("r1", "r2")], "the batch after the empty poll, whole, once"
