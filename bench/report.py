@@ -431,8 +431,9 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
                 " verdict's arrival; latency = arrival - send time of the verdict's cause"
                 f" (game_id, cause_seq). A {s.warmup_seconds:.0f} s warm-up at 500 events/s is"
                 " discarded first. Only events that cause a verdict are sampled (~5% of events)."
-                " At 10 events/s every record is alone in its batch and the consumer is idle"
-                " between records: what a quiet table waits."
+                " At 10 events/s (a few games played through, so that rounds end) every record"
+                " is alone in its batch and the consumer idles between records: what a quiet"
+                " table waits."
             ),
             "",
             (

@@ -23,11 +23,17 @@ from referee.simulate import SimulationOptions, simulate
 
 Line = tuple[bytes, bytes, str, int]  # (key, value, game id, seq)
 
+QUIET_BELOW = 100
+"""Offered loads (events/s) below this are a quiet table's."""
+
 
 def phase_lines(load: int, seconds: float, seed: int) -> list[Line]:
     """(key, value, game id, seq) for load * seconds events of fresh games."""
     wanted = int(load * seconds)
-    options = SimulationOptions(games=wanted // 60 + 50, seed=seed, rules="edition1")
+    # Many games open at once under load; at a quiet rate, a few games played through (so
+    # that their rounds end and verdicts are sampled at all).
+    many = 50 if load >= QUIET_BELOW else 0
+    options = SimulationOptions(games=wanted // 60 + many, seed=seed, rules="edition1")
     out = []
     for game_id, line in simulate(options):
         seq = msgspec.json.decode(line)["seq"]
