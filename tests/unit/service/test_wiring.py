@@ -193,3 +193,25 @@ async def test_the_consume_loop_polls_again_at_once_after_an_empty_poll(
     settings = service.settings
     assert consumer.polls == [(settings.batch_linger_ms, settings.batch_size)] * 3
     assert consumed == [("r1", "r2")], "the batch after the empty poll, whole, once"
+
+
+@pytest.mark.parametrize(
+    ("record", "woken"),
+    [
+        (event("GameStarted", 1, players=["ann", "bob"], rules={}), False),
+        (b"not json", True),
+    ],
+    ids=["moves-alone", "a-dead-letter"],
+)
+async def test_the_relay_is_woken_only_by_a_batch_that_appended_outbox_rows(
+    service: Service, record: bytes, woken: bool
+) -> None:
+    """A batch of moves alone (no verdict, no dead letter) gives the relay nothing to read: it
+    is not woken (a live table commits hundreds of such batches a second); a rejected record
+    (a dead letter) wakes it."""
+    async with TestKafkaBroker(service.broker) as broker:
+        await broker.publish_batch(record, topic=service.settings.input_topic)
+        await service.step.settle()
+    assert isinstance(service.step.store, FakeStepStore)
+    assert len(service.step.store.journal) == 1, "the batch was committed"
+    assert service.relay.wake.is_set() is woken
