@@ -414,7 +414,9 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
                     " batch; the relay's per pump (one Kafka transaction). Serial is"
                     " `REFEREE_PIPELINE=false`: each batch judged and written before the next"
                     f" is fetched ({serial['eps']:,.0f} events/s); pipelined: the next batch"
-                    f" judged while the last commits ({sv['eps']:,.0f} events/s)."
+                    f" judged while the last commits ({sv['eps']:,.0f} events/s). The first"
+                    " and last rows are the records' age (the log was produced before the"
+                    " run), not latencies: section 4b has those."
                 ),
                 {"serial (before)": serial["stages"], "pipelined (after)": sv["stages"]},
             )
