@@ -51,9 +51,13 @@ class BatchHandler:
         service = self.service
         if self._returned_at is not None:  # waiting for this batch, idle time included
             service.metrics.observe_stage("fetch_wait", time.perf_counter() - self._returned_at)
-        # the records' mean age at receipt: producer, broker and fetch (timestamps in ms)
-        ages = time.time() * len(records) - sum(r.timestamp for r in records) / 1000
-        service.metrics.observe_stage("arrival", max(ages / len(records), 0.0))
+        # The records' mean age at receipt: producer, broker and fetch. Kafka timestamps are
+        # milliseconds, -1 where a record has none; a producer may set any other value, and
+        # one in the future counts as no age.
+        stamps = [r.timestamp for r in records if r.timestamp >= 0]
+        if stamps:
+            age = time.time() - sum(stamps) / len(stamps) / 1000
+            service.metrics.observe_stage("arrival", max(age, 0.0))
         try:
             await self._submit(batch)
         except PositionMoved as moved:

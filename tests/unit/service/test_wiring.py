@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -15,9 +16,11 @@ import anyio
 import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import ConsumerStoppedError
+from aiokafka.structs import ConsumerRecord
 from faststream.kafka import TestKafkaBroker
 
 from referee.service.app import build
+from referee.service.batch import BatchHandler
 from referee.service.listener import PositionListener
 from referee.service.runtime import Service
 from referee.service.settings import Settings
@@ -215,3 +218,31 @@ async def test_the_relay_is_woken_only_by_a_batch_that_appended_outbox_rows(
     assert isinstance(service.step.store, FakeStepStore)
     assert len(service.step.store.journal) == 1, "the batch was committed"
     assert service.relay.wake.is_set() is woken
+
+
+def consumer_record(offset: int, timestamp: int, value: bytes) -> ConsumerRecord[bytes, bytes]:
+    return ConsumerRecord("t", 0, offset, timestamp, 0, None, value, None, 0, len(value), ())
+
+
+async def test_arrival_is_the_mean_age_of_the_stamped_records(service: Service) -> None:
+    """The records' age at receipt: a record without a timestamp (-1) does not count, and a
+    batch with no stamped record is not observed."""
+    handler = BatchHandler(service)
+
+    def observed() -> tuple[float, float]:
+        registry = service.metrics.registry
+        labels = {"stage": "arrival"}
+        total = registry.get_sample_value("referee_stage_seconds_sum", labels) or 0.0
+        count = registry.get_sample_value("referee_stage_seconds_count", labels) or 0.0
+        return total, count
+
+    started = event("GameStarted", 1, players=["ann", "bob"], rules={})
+    await handler((consumer_record(0, -1, started),))
+    assert observed() == (0.0, 0.0), "a record without a timestamp has no age"
+    two_seconds_ago = int(time.time() * 1000) - 2000
+    bad = b"not json"
+    await handler((consumer_record(1, two_seconds_ago, bad), consumer_record(2, -1, bad)))
+    await service.step.settle()
+    total, count = observed()
+    assert count == 1
+    assert 2.0 <= total < 10.0, "the age of the one stamped record, not of -1 ms"
