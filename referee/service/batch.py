@@ -42,7 +42,7 @@ class BatchHandler:
                 r.offset,
                 KafkaSource(r.topic, r.partition, r.offset),
                 r.key,
-                r.timestamp,
+                r.timestamp if r.timestamp >= 0 else None,  # Kafka's -1: no timestamp
             )
             for r in records
         ]
@@ -51,10 +51,9 @@ class BatchHandler:
         service = self.service
         if self._returned_at is not None:  # waiting for this batch, idle time included
             service.metrics.observe_stage("fetch_wait", time.perf_counter() - self._returned_at)
-        # The records' mean age at receipt: producer, broker and fetch. Kafka timestamps are
-        # milliseconds, -1 where a record has none; a producer may set any other value, and
-        # one in the future counts as no age.
-        stamps = [r.timestamp for r in records if r.timestamp >= 0]
+        # The records' mean age at receipt: producer, broker and fetch. A producer may set
+        # any timestamp; one in the future counts as no age.
+        stamps = [r.timestamp_ms for r in batch if r.timestamp_ms is not None]
         if stamps:
             age = time.time() - sum(stamps) / len(stamps) / 1000
             service.metrics.observe_stage("arrival", max(age, 0.0))
