@@ -48,7 +48,19 @@ RUN uv sync --frozen --no-dev --no-install-project
 COPY referee ./referee
 COPY migrations ./migrations
 COPY schemas ./schemas
-RUN uv sync --frozen --no-dev
+COPY tools/__init__.py tools/native.py ./tools/
+
+# 3) the compiled build (tools/native.py, docs/design.md "The compiled build"): the hot
+# modules compiled by mypyc with the `native` group (mypy, setuptools) and gcc, then the
+# venv synced again without that group; neither gcc nor mypy reaches the final stage.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+RUN uv sync --frozen --no-dev --group native \
+ && uv run --frozen --no-dev --group native --no-sync python -m tools.native build /app \
+ && uv sync --frozen --no-dev \
+ && rm -rf tools
 
 # ------------------------------------------------------------------ final ---
 FROM ${PYTHON_IMAGE} AS runtime

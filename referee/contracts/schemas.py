@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import ast
 import enum
-import inspect
 import itertools
 import json
-import textwrap
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -79,10 +78,25 @@ def _types_in(model: type[msgspec.Struct]) -> tuple[list[mi.StructType], list[ty
     return structs, enums
 
 
+def _class_def(cls: type) -> ast.ClassDef:
+    """The statements of a module-level class, parsed from its module's ``.py``: read from
+    the file rather than by ``inspect.getsource``, which finds no source for a class of a
+    compiled module (tools/native.py; the ``.py`` stays beside its ``.so``)."""
+    # from the top package's file: a compiled module imported by another one of its build
+    # reports a wrong ``__file__`` (mypyc 2.4)
+    top, *inner = cls.__module__.split(".")
+    package = sys.modules[top].__file__
+    assert package is not None
+    source = Path(package).parent.joinpath(*inner).with_suffix(".py")
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls.__qualname__:
+            return node
+    raise LookupError(f"class {cls.__qualname__} not found in {source}")
+
+
 def member_docs(cls: type[enum.Enum]) -> dict[str, str]:
     """Returns each member's docstring (the string under it in the class body) by value."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
+    body = _class_def(cls).body
     docs: dict[str, str] = {}
     for assign, doc in itertools.pairwise(body):
         if (
@@ -123,6 +137,13 @@ def _describe_members(defs: dict[str, Any], enums: list[type[enum.Enum]]) -> Non
     """Adds what each member of an enumeration means to its description."""
     for cls in enums:
         node = defs[cls.__name__]
+        # the class's docstring from its source: a compiled enumeration's ``__doc__`` (which
+        # msgspec describes it by) is mypyc's filler
+        docstring = ast.get_docstring(_class_def(cls))
+        if docstring:
+            node["description"] = _summary(docstring)
+        else:
+            node.pop("description", None)
         docs = member_docs(cls)
         lines = [f"- {value}: {docs[str(value)]}" for value in node["enum"] if str(value) in docs]
         if lines:

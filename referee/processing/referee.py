@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import traceback
 from pathlib import Path
 
@@ -33,7 +34,10 @@ MAX_DETAIL = 1000
 """The longest ``detail`` of a quarantined record (an exception can say a lot)."""
 
 
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2]) + os.sep
+# from the package's own file: ``__file__`` of a compiled module imported by another one of
+# its build is wrong (mypyc 2.4; tools/native.py)
+# (the package is imported before any of its modules)
+_PACKAGE_ROOT = str(Path(str(sys.modules["referee"].__file__)).resolve().parents[1]) + os.sep
 
 
 def failure_detail(exc: BaseException) -> str:

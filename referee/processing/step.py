@@ -102,11 +102,17 @@ JOURNAL_ID_BLOCK = 1_000
 when its games are cached (one round trip and one connection checkout less a batch); a
 restart leaves at most this many ids unused (the sequence has gaps anyway)."""
 
-YIELD_AFTER = 0.005
-"""Seconds of decoding or judging between two yields to the event loop, so the write in
-flight, the consumer's fetches and heartbeats and the probes go on while a batch is judged,
-however long its records take (a hostile record at the size limit takes up to ~20 ms at the
-edge; a batch of them would otherwise hold the loop for tens of seconds)."""
+YIELD_AFTER = 0.001
+"""Seconds of decoding, judging or row building between two yields to the event loop, so the
+write in flight, the consumer's fetches and heartbeats and the probes go on while a batch is
+judged, however long its records take (a hostile record at the size limit takes up to ~20 ms
+at the edge; a batch of them would otherwise hold the loop for tens of seconds).
+
+Each of the write's round trips waits for a yield twice (its answer is read at one, the write
+goes on at the next), so this bounds how long the write in flight takes: traced here at 5 ms,
+PostgreSQL's end of the journal COPY was seen 12.5 ms later on average, and the next batch
+then waited 13-15 ms for it; at 1 ms, 2.9 ms later, and the wait fell to 4-5 ms
+(bench/notes.md, "The morning of 2026-12-02, a trace"). A yield costs tens of microseconds."""
 
 
 @dataclass(slots=True)
@@ -230,6 +236,9 @@ class ProcessingStep:
             elif not consumed:
                 write = asyncio.create_task(self._write(judged, announce=True))
                 self._in_flight = (judged, write)
+                # Let the write send its first statement now, before the consumer hands over
+                # the next batch (fetched and unpacked without a yield: 3-4 ms traced here).
+                await asyncio.sleep(0)
 
     async def settle(self) -> None:
         """Waits for the batch in flight to be written (raises as ``submit`` does)."""
@@ -329,7 +338,7 @@ class ProcessingStep:
         ids = await self._take_ids(None, 1)
         processed = self.referee.quarantine(record.raw, record.source, detail)
         result.processed = [(record, processed)]
-        await self._fenced({tp: self.positions[tp]}, self._rows(result.processed, ids))
+        await self._fenced({tp: self.positions[tp]}, await self._rows(result.processed, ids))
         result.transactions = 1
         self.positions[tp] = self.committed[tp] = record.offset
         return result
@@ -382,7 +391,7 @@ class ProcessingStep:
                     await asyncio.sleep(0)
                     slice_end = clock() + YIELD_AFTER
             judged = time.perf_counter()
-            rows = self._rows(processed, ids)
+            rows = await self._rows(processed, ids)
             self.observe("load", loaded - started)
             self.observe("judge", judged - loaded)
             self.observe("rows", time.perf_counter() - judged)
@@ -512,8 +521,12 @@ class ProcessingStep:
                 event_ids.append((game_id, p.event_id))
         return seqs, event_ids
 
-    def _rows(self, processed: list[tuple[InputRecord, Processed]], ids: list[int]) -> StepRows:
+    async def _rows(
+        self, processed: list[tuple[InputRecord, Processed]], ids: list[int]
+    ) -> StepRows:
         rows = StepRows()
+        clock = time.perf_counter
+        slice_end = clock() + YIELD_AFTER
         last_of_game: dict[str, int] = {}
         last_of_partition: dict[tuple[str, int], tuple[int, int]] = {}
         games = self.referee.games
@@ -568,6 +581,9 @@ class ProcessingStep:
                     )
                 )
             last_of_partition[record.topic, record.partition] = (record.offset, journal_id)
+            if clock() > slice_end:
+                await asyncio.sleep(0)
+                slice_end = clock() + YIELD_AFTER
         for game_id, journal_id in last_of_game.items():
             ledger = games[game_id]
             rows.versions.append(
