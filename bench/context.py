@@ -31,6 +31,7 @@ class Options:
     keep_services: bool = False
     ab_before: Path | None = None  # absolute: the tree ``before`` imports referee from
     rounds: int = 3
+    interpreted: bool = False  # measure this checkout's sources, not the compiled build
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,7 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
         f"| CPU model | {info['cpu']} |",
         f"| memory | {info['mem']} |",
         f"| Python | {info['python']} |",
+        f"| referee build | {info.get('build', 'interpreted')} |",
         f"| kernel | {info['kernel']} |",
         f"| PostgreSQL | {info['postgres']} (local, default settings of `scripts/postgres.sh`) |",
         "| Kafka | single KRaft node of `scripts/kafka.sh`, loopback |",

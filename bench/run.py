@@ -57,6 +57,12 @@ def parse(argv: list[str] | None = None) -> Options:
         " this checkout (after), alternating; writes bench/relay-transactions.md",
     )
     parser.add_argument("--rounds", type=int, default=3, help="runs of each code with --ab-before")
+    parser.add_argument(
+        "--interpreted",
+        action="store_true",
+        help="run the referee from this checkout's sources; by default the referee processes"
+        " run the compiled build (tools/native.py), which the image ships",
+    )
     args = parser.parse_args(argv)
     return Options(
         quick=args.quick,
@@ -66,6 +72,7 @@ def parse(argv: list[str] | None = None) -> Options:
         keep_services=args.keep_services,
         ab_before=args.ab_before.resolve() if args.ab_before is not None else None,
         rounds=args.rounds,
+        interpreted=args.interpreted,
     )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.context import AB_SECTION, FULL, NOTES, QUICK, ROOT, Context, Options, say
 from bench.logs import simulate_logs
-from bench.process import stop_process
+from bench.process import imported_from, stop_process
 from bench.report import machine, plots, render, render_ab
 from bench.scenarios import SCENARIOS, ab
 from bench.services import delete_topics, drop_databases, start_service, stop_services
@@ -79,6 +79,29 @@ def compile_bytecode() -> None:
     say("bytecode compiled (as the image is)")
 
 
+def use_build(ctx: Context) -> str:
+    """Makes every referee process of the run import the compiled build (tools/native.py,
+    compiled here into WORKDIR/native, as the image compiles it), unless --interpreted;
+    returns what the report says of the build."""
+    if ctx.options.interpreted:
+        return "interpreted (`--interpreted`: this checkout's sources)"
+    from tools.native import NATIVE_MODULES, copy
+
+    tree = copy(ctx.work / "native")
+    # PYTHONSAFEPATH: the working directory (this checkout) must not come before PYTHONPATH
+    os.environ["PYTHONPATH"] = str(tree)
+    os.environ["PYTHONSAFEPATH"] = "1"
+    found = imported_from({})
+    if not found.startswith(str(tree)):
+        raise SystemExit(f"referee imported from {found}, not the compiled tree {tree}")
+    manifest = json.loads((tree / "referee" / "_native.json").read_text())
+    say(f"compiled build in {tree}")
+    return (
+        f"compiled (`python -m tools.native`, mypyc {manifest['mypy']}:"
+        f" {len(NATIVE_MODULES)} modules), as the image ships"
+    )
+
+
 def main(options: Options) -> int:
     """Runs the benchmarks ``options`` ask for and writes their report; the exit status."""
     work = options.workdir.resolve()
@@ -93,6 +116,7 @@ def main(options: Options) -> int:
     started = time.perf_counter()
     info = machine()
     compile_bytecode()
+    info["build"] = use_build(ctx)
     try:
         ctx.admin_url = start_service(ctx, "postgres.sh", "DATABASE_URL")
         ctx.bootstrap = start_service(ctx, "kafka.sh", "KAFKA_BOOTSTRAP")
