@@ -359,18 +359,22 @@ class OutboxRelay:
             # the reads, or the idle checkpoint below) keeps it set, and the relay reads
             # again at once instead of sleeping through its poll.
             self.wake.clear()
-            moved = 0
+            more = False
             for outbox in self.outboxes:
-                moved += await self._pump(session, producer, outbox, progress[outbox.name])
-            if not moved:
-                await self._checkpoint(session, progress, force=True)
-                if not self.wake.is_set():
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
-                if self.wake.is_set() and self.woken_at:
-                    self.metrics.observe_stage("relay_wake", time.perf_counter() - self.woken_at)
-            else:
+                read = await self._pump(session, producer, outbox, progress[outbox.name])
+                more = more or read >= self.batch
+            if more:
                 await self._checkpoint(session, progress, force=False)
+                continue
+            # Every outbox was read to its end after the wake-up was cleared: a row committed
+            # since comes with a wake-up of its own, so reading again before one (two empty
+            # reads a pump, when pumps follow each other) would find nothing.
+            await self._checkpoint(session, progress, force=True)
+            if not self.wake.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
+            if self.wake.is_set() and self.woken_at:
+                self.metrics.observe_stage("relay_wake", time.perf_counter() - self.woken_at)
         await self._checkpoint(session, progress, force=True)
 
     async def _resume(self, session: RelaySession, outbox: Outbox) -> _Progress:

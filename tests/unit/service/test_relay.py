@@ -11,11 +11,15 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 
-from referee.service.kafka_options import relay_producer
+from aiokafka import TopicPartition
+
+from referee.service.kafka_options import NEXT_TRANSACTION_RETRY_SECONDS, relay_producer
 from referee.service.metrics import Metrics
 from referee.service.relay import Outbox, OutboxRelay, partition_for
 from referee.service.settings import Settings
+from referee.store.relay_store import OutboxRow
 from tests.fakes import FakeBroker, FakeProducer, FakeRelayStore, FakeTails
 
 VERDICTS = Outbox("verdicts", "verdicts-topic")
@@ -89,6 +93,39 @@ async def test_the_outboxes_are_published_in_position_order_one_transaction_per_
     assert "abort" not in calls
     for _, partition, key, _, position in broker.committed:
         assert partition == partition_for(key, broker.partitions, position)
+
+
+async def test_a_pump_that_read_to_the_end_waits_for_the_next_commit_instead_of_reading_again() -> (
+    None
+):
+    """After a pump that read every outbox to its end, the relay waits for a wake-up: reading
+    again at once would find nothing (two empty reads a pump, when pumps follow each other)."""
+    store, broker = filled(3), FakeBroker()
+    producers: list[FakeProducer] = []
+    relay = make_relay(store, broker, producers, poll_seconds=10.0)
+    reads: list[str] = []
+    stopping = asyncio.Event()
+    task = asyncio.create_task(relay.run(stopping))
+    await eventually(lambda: len(broker.committed) == 4)
+    session = store.holder
+    assert session is not None
+    rows_after = session.rows_after
+
+    async def counted(outbox: str, cursor: int, limit: int) -> list[OutboxRow]:
+        reads.append(outbox)
+        return await rows_after(outbox, cursor, limit)
+
+    session.rows_after = counted  # type: ignore[method-assign]
+    for i in range(3):
+        store.add("verdicts", f"n{i}".encode(), b"{}")  # a commit, notified
+        await eventually(partial(lambda n: len(broker.committed) == n, 5 + i))
+    await asyncio.sleep(0.05)
+    stopping.set()
+    relay.wake.set()
+    await task
+    # one read of each outbox a commit (a commit may land while the one before is read)
+    assert len(reads) <= 6, reads
+    assert published(broker) == [1, 2, 3, 4, 5, 6]
 
 
 async def test_a_new_leader_resumes_after_what_the_topic_tails_hold() -> None:
@@ -186,6 +223,24 @@ async def test_the_relay_producer_is_transactional_with_that_id() -> None:
     producer = relay_producer(settings, None)()
     try:
         assert getattr(producer, "_txn_manager").transactional_id == "referee-relay.prod"  # noqa: B009
+    finally:
+        await producer.stop()
+
+
+async def test_the_next_transaction_asks_again_within_milliseconds_not_20() -> None:
+    """The relay's producer retries CONCURRENT_TRANSACTIONS (the markers of the transaction
+    before still being written) after 2 ms, not aiokafka's fixed 20 ms."""
+    from types import SimpleNamespace
+
+    from aiokafka.errors import ConcurrentTransactions
+    from aiokafka.producer.sender import AddPartitionsToTxnHandler
+
+    producer = relay_producer(Settings(group_id="prod"), None)()
+    try:
+        sender = getattr(producer, "_sender")  # noqa: B009
+        handler = AddPartitionsToTxnHandler(sender, [TopicPartition("verdicts", 0)])
+        busy = SimpleNamespace(errors=[("verdicts", [(0, ConcurrentTransactions.errno)])])
+        assert handler.handle_response(busy) == NEXT_TRANSACTION_RETRY_SECONDS == 0.002
     finally:
         await producer.stop()
 
