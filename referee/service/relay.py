@@ -363,18 +363,23 @@ class OutboxRelay:
             for outbox in self.outboxes:
                 read = await self._pump(session, producer, outbox, progress[outbox.name])
                 more = more or read >= self.batch
-            if more:
+            if more or self.wake.is_set():
+                # a full pump, or a commit during this one: read again at once
                 await self._checkpoint(session, progress, force=False)
                 continue
             # Every outbox was read to its end after the wake-up was cleared: a row committed
             # since comes with a wake-up of its own, so reading again before one (two empty
             # reads a pump, when pumps follow each other) would find nothing.
-            await self._checkpoint(session, progress, force=True)
-            if not self.wake.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
-            if self.wake.is_set() and self.woken_at:
-                self.metrics.observe_stage("relay_wake", time.perf_counter() - self.woken_at)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
+            if self.wake.is_set():
+                if self.woken_at:
+                    self.metrics.observe_stage("relay_wake", time.perf_counter() - self.woken_at)
+                await self._checkpoint(session, progress, force=False)
+            else:
+                # quiet for a poll: record how far it got (under load, every checkpoint_every
+                # rows instead, not a write between every two pumps)
+                await self._checkpoint(session, progress, force=True)
         await self._checkpoint(session, progress, force=True)
 
     async def _resume(self, session: RelaySession, outbox: Outbox) -> _Progress:

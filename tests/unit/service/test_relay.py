@@ -120,12 +120,14 @@ async def test_a_pump_that_read_to_the_end_waits_for_the_next_commit_instead_of_
         store.add("verdicts", f"n{i}".encode(), b"{}")  # a commit, notified
         await eventually(partial(lambda n: len(broker.committed) == n, 5 + i))
     await asyncio.sleep(0.05)
+    assert store.outboxes["verdicts"].checkpoints == [], "no checkpoint between busy pumps"
     stopping.set()
     relay.wake.set()
     await task
     # one read of each outbox a commit (a commit may land while the one before is read)
     assert len(reads) <= 6, reads
     assert published(broker) == [1, 2, 3, 4, 5, 6]
+    assert store.outboxes["verdicts"].checkpoints == [6], "and one when the relay stops"
 
 
 async def test_a_new_leader_resumes_after_what_the_topic_tails_hold() -> None:
@@ -260,9 +262,10 @@ async def test_a_commit_of_outbox_rows_wakes_the_relay_without_waiting_for_its_p
     await task
 
 
-async def test_a_commit_notified_while_the_relay_goes_idle_is_not_slept_through() -> None:
-    """A notification that arrives after the relay found its outboxes empty but before it
-    waits (here: during its idle checkpoint) wakes it all the same."""
+async def test_a_commit_notified_while_the_relay_reads_is_not_slept_through() -> None:
+    """A notification that arrives while the relay reads the outboxes (after the read's
+    snapshot: the read does not see the row) wakes it all the same: the wake-up is cleared
+    before the reads, not after them."""
     store, broker = filled(2), FakeBroker()
     producers: list[FakeProducer] = []
     relay = make_relay(store, broker, producers, poll_seconds=10.0)  # a lost one sleeps 10 s
@@ -271,19 +274,20 @@ async def test_a_commit_notified_while_the_relay_goes_idle_is_not_slept_through(
     await eventually(lambda: len(broker.committed) == 3)
     session = store.holder
     assert session is not None
-    saved = session.save_checkpoint
+    read = session.rows_after
     late: list[int] = []
 
-    async def save_then_commit(outbox: str, position: int) -> None:
-        await saved(outbox, position)
-        if not late:  # the next idle checkpoint: a commit and its notification meanwhile
-            late.append(position)
-            store.add("verdicts", b"g9", b"{}")
+    async def read_then_commit(outbox: str, cursor: int, limit: int) -> list[OutboxRow]:
+        rows = await read(outbox, cursor, limit)
+        if outbox == "dead_letters" and not late:  # the last read before the relay idles
+            late.append(store.add("verdicts", b"g9", b"{}"))
+        return rows
 
-    session.save_checkpoint = save_then_commit  # type: ignore[method-assign]
-    store.add("verdicts", b"g8", b"{}")  # woken: published, then the idle checkpoint
+    session.rows_after = read_then_commit  # type: ignore[method-assign]
+    store.add("verdicts", b"g8", b"{}")  # woken: published, and g9 commits during the reads
     await eventually(lambda: len(broker.committed) == 5, limit=2)
-    assert late, "the commit came during the idle checkpoint"
+    assert late, "the commit came during the reads"
+    assert published(broker) == [1, 2, 3, 4]
     stopping.set()
     relay.wake.set()
     await task
