@@ -20,7 +20,7 @@ from referee.service.metrics import Metrics
 from referee.service.relay import Outbox, OutboxRelay, partition_for
 from referee.service.settings import Settings
 from referee.store.relay_store import OutboxRow
-from tests.fakes import FakeBroker, FakeProducer, FakeRelayStore, FakeTails
+from tests.fakes import FakeBroker, FakeProducer, FakeRelaySession, FakeRelayStore, FakeTails
 
 VERDICTS = Outbox("verdicts", "verdicts-topic")
 DEAD = Outbox("dead_letters", "dlq-topic")
@@ -95,20 +95,28 @@ async def test_the_outboxes_are_published_in_position_order_one_transaction_per_
         assert partition == partition_for(key, broker.partitions, position)
 
 
+async def leading(
+    store: FakeRelayStore, broker: FakeBroker, published_first: int
+) -> tuple[OutboxRelay, asyncio.Event, asyncio.Task[None], FakeRelaySession]:
+    """Starts a relay that only a notification can wake in time (its poll is 10 s) and waits
+    for its first ``published_first`` records; returns it with its lead session."""
+    relay = make_relay(store, broker, [], poll_seconds=10.0)
+    stopping = asyncio.Event()
+    task = asyncio.create_task(relay.run(stopping))
+    await eventually(lambda: len(broker.committed) == published_first)
+    session = store.holder
+    assert session is not None
+    return relay, stopping, task, session
+
+
 async def test_a_pump_that_read_to_the_end_waits_for_the_next_commit_instead_of_reading_again() -> (
     None
 ):
     """After a pump that read every outbox to its end, the relay waits for a wake-up: reading
     again at once would find nothing (two empty reads a pump, when pumps follow each other)."""
     store, broker = filled(3), FakeBroker()
-    producers: list[FakeProducer] = []
-    relay = make_relay(store, broker, producers, poll_seconds=10.0)
+    relay, stopping, task, session = await leading(store, broker, 4)
     reads: list[str] = []
-    stopping = asyncio.Event()
-    task = asyncio.create_task(relay.run(stopping))
-    await eventually(lambda: len(broker.committed) == 4)
-    session = store.holder
-    assert session is not None
     rows_after = session.rows_after
 
     async def counted(outbox: str, cursor: int, limit: int) -> list[OutboxRow]:
@@ -267,13 +275,7 @@ async def test_a_commit_notified_while_the_relay_reads_is_not_slept_through() ->
     snapshot: the read does not see the row) wakes it all the same: the wake-up is cleared
     before the reads, not after them."""
     store, broker = filled(2), FakeBroker()
-    producers: list[FakeProducer] = []
-    relay = make_relay(store, broker, producers, poll_seconds=10.0)  # a lost one sleeps 10 s
-    stopping = asyncio.Event()
-    task = asyncio.create_task(relay.run(stopping))
-    await eventually(lambda: len(broker.committed) == 3)
-    session = store.holder
-    assert session is not None
+    relay, stopping, task, session = await leading(store, broker, 3)  # a lost one sleeps 10 s
     read = session.rows_after
     late: list[int] = []
 
