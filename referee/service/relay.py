@@ -138,6 +138,8 @@ class _Progress:
     cursor: int
     last: dict[int, int] = field(default_factory=dict)
     since_checkpoint: int = 0
+    saved_at: float = field(default_factory=time.monotonic)
+    """When its checkpoint was last saved (monotonic seconds)."""
 
 
 class TopicTails:
@@ -252,6 +254,7 @@ class OutboxRelay:
         batch: int = 2000,
         poll_seconds: float = 1.0,
         checkpoint_every: int = 5000,
+        checkpoint_seconds: float = 5.0,
     ) -> None:
         self.store = store
         self.outboxes = outboxes
@@ -261,6 +264,7 @@ class OutboxRelay:
         self.batch = batch
         self.poll_seconds = poll_seconds
         self.checkpoint_every = checkpoint_every
+        self.checkpoint_seconds = checkpoint_seconds
         self.leading = False
         self.in_transaction = False
         self.wake = asyncio.Event()
@@ -356,8 +360,8 @@ class OutboxRelay:
         while not stopping.is_set():
             self.alive_at = time.monotonic()
             # Cleared before the outboxes are read: a commit notified from here on (during
-            # the reads, or the idle checkpoint below) keeps it set, and the relay reads
-            # again at once instead of sleeping through its poll.
+            # the reads, the sends or a checkpoint) keeps it set, and the relay reads again
+            # at once instead of sleeping through its poll.
             self.wake.clear()
             more = False
             for outbox in self.outboxes:
@@ -378,7 +382,7 @@ class OutboxRelay:
                 await self._checkpoint(session, progress, force=False)
             else:
                 # quiet for a poll: record how far it got (under load, every checkpoint_every
-                # rows instead, not a write between every two pumps)
+                # rows or checkpoint_seconds instead, not a write between every two pumps)
                 await self._checkpoint(session, progress, force=True)
         await self._checkpoint(session, progress, force=True)
 
@@ -443,13 +447,23 @@ class OutboxRelay:
     async def _checkpoint(
         self, session: RelaySession, progress: dict[str, _Progress], *, force: bool
     ) -> None:
+        """Saves each outbox's cursor that moved: when forced, after ``checkpoint_every``
+        rows, or ``checkpoint_seconds`` after the last save (an outbox seldom written, such as
+        the dead letters, is not left behind while verdicts keep the relay busy)."""
+        now = time.monotonic()
         for name, state in progress.items():
-            if state.since_checkpoint == 0 or (
-                not force and state.since_checkpoint < self.checkpoint_every
-            ):
+            if state.since_checkpoint == 0:
+                continue
+            due = (
+                force
+                or state.since_checkpoint >= self.checkpoint_every
+                or now - state.saved_at >= self.checkpoint_seconds
+            )
+            if not due:
                 continue
             await session.save_checkpoint(name, state.cursor)
             state.since_checkpoint = 0
+            state.saved_at = now
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:

@@ -207,6 +207,33 @@ async def test_checkpoints_are_appended_as_the_relay_goes_and_when_it_idles() ->
     assert max(store.outboxes["dead_letters"].checkpoints) == 1
 
 
+async def test_a_full_pump_is_followed_by_another_read_at_once() -> None:
+    """A pump that read a whole batch reads again without waiting for a wake-up: the rows
+    past it were notified before the wake-up was cleared (the poll is 10 s here)."""
+    store, broker = filled(7), FakeBroker()
+    relay = make_relay(store, broker, [], batch=3, poll_seconds=10.0)
+    await run_until(relay, lambda: len(broker.committed) == 8)
+    assert published(broker) == list(range(1, 8))
+
+
+async def test_a_busy_relay_still_saves_every_checkpoint_after_checkpoint_seconds() -> None:
+    """Under steady traffic the relay is never quiet for a poll: the cursor of an outbox
+    seldom written (the dead letters) is saved after ``checkpoint_seconds`` all the same."""
+    store, broker = filled(2), FakeBroker()
+    relay, stopping, task, _ = await leading(store, broker, 3)
+    relay.checkpoint_seconds = 0.05
+    await asyncio.sleep(0.1)
+    assert store.outboxes["dead_letters"].checkpoints == [], "not yet: nothing woke it"
+    store.add("verdicts", b"g7", b"{}")  # a commit, notified: a busy relay, not a quiet poll
+    await eventually(lambda: store.outboxes["dead_letters"].checkpoints == [1])
+    assert store.outboxes["verdicts"].checkpoints == [2], "what it had published when woken"
+    await eventually(lambda: len(broker.committed) == 4)
+    stopping.set()
+    relay.wake.set()
+    await task
+    assert store.outboxes["verdicts"].checkpoints == [2, 3], "and the rest when it stops"
+
+
 async def test_the_backlog_is_what_the_leader_has_not_published() -> None:
     store, broker = filled(), FakeBroker()
     producers: list[FakeProducer] = []
