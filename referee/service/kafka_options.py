@@ -28,13 +28,12 @@ once whenever verdicts keep coming.
 """
 
 
-def quicken_next_transaction(seconds: float = NEXT_TRANSACTION_RETRY_SECONDS) -> bool:
-    """Sets aiokafka's retry after ``CONCURRENT_TRANSACTIONS``; False if aiokafka has none."""
+def quicken_next_transaction(seconds: float = NEXT_TRANSACTION_RETRY_SECONDS) -> None:
+    """Sets aiokafka's retry after ``CONCURRENT_TRANSACTIONS`` (warns if aiokafka has none)."""
     if not isinstance(getattr(aiokafka_sender, "BACKOFF_OVERRIDE", None), float):
         log.warning("aiokafka has no BACKOFF_OVERRIDE: back-to-back transactions wait its own")
-        return False
+        return
     aiokafka_sender.BACKOFF_OVERRIDE = seconds
-    return True
 
 
 def kafka_security(settings: Settings) -> BaseSecurity | None:

@@ -367,23 +367,19 @@ class OutboxRelay:
             for outbox in self.outboxes:
                 read = await self._pump(session, producer, outbox, progress[outbox.name])
                 more = more or read >= self.batch
-            if more or self.wake.is_set():
-                # a full pump, or a commit during this one: read again at once
-                await self._checkpoint(session, progress, force=False)
-                continue
-            # Every outbox was read to its end after the wake-up was cleared: a row committed
-            # since comes with a wake-up of its own, so reading again before one (two empty
-            # reads a pump, when pumps follow each other) would find nothing.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
-            if self.wake.is_set():
-                if self.woken_at:
+            if not more and not self.wake.is_set():
+                # Every outbox was read to its end after the wake-up was cleared: a row
+                # committed since comes with a wake-up of its own, so reading again before
+                # one (two empty reads a pump, when pumps follow each other) finds nothing.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), self.poll_seconds)
+                if self.wake.is_set() and self.woken_at:
                     self.metrics.observe_stage("relay_wake", time.perf_counter() - self.woken_at)
-                await self._checkpoint(session, progress, force=False)
-            else:
-                # quiet for a poll: record how far it got (under load, every checkpoint_every
-                # rows or checkpoint_seconds instead, not a write between every two pumps)
-                await self._checkpoint(session, progress, force=True)
+            # Quiet for a whole poll: record how far it got. Otherwise (a full pump, a commit
+            # during it, a wake-up) only every checkpoint_every rows or checkpoint_seconds,
+            # not a write between every two pumps.
+            quiet = not more and not self.wake.is_set()
+            await self._checkpoint(session, progress, force=quiet)
         await self._checkpoint(session, progress, force=True)
 
     async def _resume(self, session: RelaySession, outbox: Outbox) -> _Progress:
