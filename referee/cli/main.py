@@ -11,7 +11,6 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from referee.cli.args import (
@@ -90,10 +89,37 @@ def _report(args: argparse.Namespace, message: str, code: int | None = None) -> 
 
 
 def _version() -> str:
+    # imported here: importlib.metadata (and the email package it imports) costs every
+    # command ~50 ms of start-up, and only --version needs it
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("referee")
     except PackageNotFoundError:  # run from a source tree that was never installed
         return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help="show program's version number and exit",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,  # noqa: ARG002 - argparse's signature
+        values: object,  # noqa: ARG002
+        option_string: str | None = None,  # noqa: ARG002
+    ) -> None:
+        print(f"referee {_version()}")
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -112,7 +138,7 @@ def _parser() -> argparse.ArgumentParser:
         "4 a defect of the referee",
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"referee {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
     sub = parser.add_subparsers(required=True, metavar="COMMAND", dest="command")
 

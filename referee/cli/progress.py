@@ -10,9 +10,10 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from referee.processing.replay import ReplayReport
+if TYPE_CHECKING:
+    from referee.processing.replay import ReplayReport
 
 WIDTH = 24
 MIB = 1024 * 1024

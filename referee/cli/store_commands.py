@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -29,8 +29,6 @@ from referee.cli.errors import (
     UsageError,
 )
 from referee.cli.progress import ProgressBar, format_summary
-from referee.processing.audit import AuditReport
-from referee.processing.replay import ReplayReport
 from referee.service.settings import Settings, SettingsError, load_settings
 from referee.store.database import (
     DatabaseUrlError,
@@ -45,6 +43,11 @@ from referee.store.database import (
 )
 from referee.store.database import migrate as run_migrations
 from referee.store.errors import describe_failure, is_outage, sqlstate
+
+if TYPE_CHECKING:  # the audit's and the replay's modules load when those commands run,
+    # not on ``serve``'s start-up
+    from referee.processing.audit import AuditReport
+    from referee.processing.replay import ReplayReport
 
 UNDEFINED_TABLE = "42P01"
 

@@ -20,8 +20,10 @@ from referee.domain.errors import InvalidInput, RejectionReason
 from referee.domain.judge import judge
 from referee.domain.verdicts import FoulRecorded, Verdict
 from referee.processing.ledger import (
+    Fingerprint,
     GameLedger,
     RawRecord,
+    Taken,
     event_print,
     fingerprint,
     same_content,
@@ -60,10 +62,18 @@ _KIND = {cls: cls.__name__.removesuffix("Wire") for cls in INPUT_EVENTS}
 class Referee:
     """Judges raw input records for any number of games, in arrival order."""
 
-    def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+    def __init__(
+        self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, *, eager_prints: bool = False
+    ) -> None:
         self.max_event_bytes = max_event_bytes
         self.games: dict[str, GameLedger] = {}
         self.tally = Tally()
+        self.eager_prints = eager_prints
+        """Whether the next event of a known game is fingerprinted as it is judged, its
+        fingerprint kept in its ledger and its outcome (the store's step: the journal needs
+        every record's fingerprint, and a long-lived cache then holds 16 bytes a place);
+        else its raw bytes are kept, fingerprinted only if a comparison needs them (the
+        in-memory replay). Either way the outcomes are the same."""
 
     def parse(self, raw: bytes) -> InputEvent | Unparsed:
         """Validates one raw record at the edge (no state involved)."""
@@ -159,14 +169,18 @@ class Referee:
             rejected = self._reject(raw, source, event, exc.reason, exc.detail, took_place=True)
             ledger.take(seq, event_id, raw)
             return rejected
+        content: InputEvent | Fingerprint = event
+        taken: Taken = raw
+        if self.eager_prints:
+            content = taken = event_print(event)
         if verdicts:
-            result = self._verdicts(event, verdicts)
+            result = self._verdicts(event, verdicts, content)
         else:
-            result = Processed(_APPLIED, game_id, seq, event_id, _KIND[type(event)], event, True)  # noqa: FBT003
+            result = Processed(_APPLIED, game_id, seq, event_id, _KIND[type(event)], content, True)  # noqa: FBT003
         ledger.state = state
         ledger.last_seq = seq  # ledger.take, inlined: the event id is known to be fresh
-        ledger.by_seq[seq] = raw
-        ledger.by_event_id[event_id] = raw
+        ledger.by_seq[seq] = taken
+        ledger.by_event_id[event_id] = taken
         return result
 
     def _judge_unusual(
@@ -211,7 +225,7 @@ class Referee:
                 ledger.take(seq, event_id, raw)
             return rejected
         if verdicts:
-            result = self._verdicts(event, verdicts)
+            result = self._verdicts(event, verdicts, event)
         else:
             kind = _KIND[type(event)]
             result = Processed(
@@ -225,7 +239,9 @@ class Referee:
         return result
 
     @staticmethod
-    def _verdicts(event: InputEvent, verdicts: tuple[Verdict, ...]) -> Processed:
+    def _verdicts(
+        event: InputEvent, verdicts: tuple[Verdict, ...], content: InputEvent | Fingerprint
+    ) -> Processed:
         game_id, seq, event_id = event.game_id, event.seq, event.event_id
         round_number = event.round_number
         wired = tuple(
@@ -247,7 +263,7 @@ class Referee:
             seq,
             event_id,
             _KIND[type(event)],
-            event,
+            content,
             took_place=True,
             verdicts=wired,
         )

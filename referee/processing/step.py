@@ -26,7 +26,7 @@ from referee.contracts.rejection import Source
 from referee.contracts.state_codec import decode_state, encode_state
 from referee.contracts.verdicts import encode_canonical
 from referee.contracts.wire import InputEvent
-from referee.processing.ledger import Fingerprint, GameLedger
+from referee.processing.ledger import Fingerprint, GameLedger, event_print
 from referee.processing.outcome import Outcome, Processed, Tally
 from referee.processing.ports import StepReads, StepStore
 from referee.processing.referee import Referee, failure_detail
@@ -155,7 +155,7 @@ class ProcessingStep:
     ) -> None:
         self.store = store
         self.group_id = group_id
-        self.referee = Referee(max_event_bytes)
+        self.referee = Referee(max_event_bytes, eager_prints=True)
         self.cache_games = cache_games
         self.on_committed = on_committed
         self.observe: StageObserver = observe or _unobserved
@@ -536,9 +536,15 @@ class ProcessingStep:
         # column; the outcome's text comes from a table (an enum's .value is a descriptor).
         for journal_id, (record, p) in zip(ids, processed, strict=True):
             rejection = p.rejection
-            fp = p.fingerprint
+            content = p.content
             game_id = p.game_id
             took_place = p.took_place
+            if isinstance(content, Fingerprint):  # fingerprinted as it was judged
+                fp = content  # (where it took a place, its ledger holds that already)
+            else:
+                fp = event_print(content)
+                if took_place and game_id is not None and p.seq is not None:
+                    games[game_id].settle(p.seq, p.event_id, record.raw, fp)
             journal(
                 JournalRow(
                     journal_id,
@@ -559,7 +565,6 @@ class ProcessingStep:
             )
             if took_place and game_id is not None and p.seq is not None:
                 last_of_game[game_id] = journal_id
-                games[game_id].settle(p.seq, p.event_id, record.raw, fp)
             for v in p.verdicts:
                 rows.verdicts.append(
                     VerdictRow(

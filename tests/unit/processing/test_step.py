@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 
+from referee.contracts.parse import Unparsed
 from referee.contracts.rejection import KafkaSource
+from referee.processing.ledger import Fingerprint, event_print, fingerprint
+from referee.processing.referee import Referee
 from referee.processing.step import InputRecord, PositionMoved, ProcessingStep, StepResult
 from referee.simulate import SimulationOptions, simulate
 from referee.store.rows import StepRows
@@ -423,3 +426,60 @@ async def test_a_consumer_fenced_by_another_numbers_its_next_records_after_the_o
     await zombie.process(stream[10:15])  # re-seeked past the other's records, it goes on
     by_id = [r.source_offset for r in sorted(store.journal, key=lambda r: r.id)]
     assert by_id == [r.offset for r in stream[:15]]
+
+
+async def test_each_journal_fingerprint_is_its_records_and_the_cache_keeps_only_fingerprints() -> (
+    None
+):
+    """The step fingerprints the next event of a known game as it judges it (eager prints);
+    every journal row must still carry the fingerprint the lazy definition gives (the
+    canonical event's, or the raw bytes' of a record that failed at the edge), and the cache
+    must hold fingerprints, never raw records, once the batch is written."""
+    first = STREAM[0]
+    started = json.loads(first.raw)
+    unparsed = b'{"type": "Passed", "game_id": "' + started["game_id"].encode() + b'", "seq": '
+    spaced = json.dumps(json.loads(STREAM[1].raw), indent=2).encode()  # same content, respelt
+    extra = [
+        InputRecord(spaced, TOPIC, 7, 0, KafkaSource(TOPIC, 7, 0), None),
+        InputRecord(unparsed, TOPIC, 7, 1, KafkaSource(TOPIC, 7, 1), None),
+    ]
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    await step.process(STREAM[:120])
+    await step.process(extra)
+    assert step.referee.eager_prints
+    parsed = [step.referee.parse(r.raw) for r in [*STREAM[:120], *extra]]
+    want = [
+        fingerprint(raw) if isinstance(p, Unparsed) else event_print(p)
+        for raw, p in zip([r.raw for r in [*STREAM[:120], *extra]], parsed, strict=True)
+    ]
+    assert [r.fingerprint for r in store.journal] == want
+    assert store.journal[-2].outcome == "duplicate"
+    assert store.journal[-2].fingerprint == store.journal[1].fingerprint
+    assert [r.outcome for r in store.journal].count("applied") > 50
+    taken = [t for ledger in step.referee.games.values() for t in ledger.by_seq.values()]
+    taken += [t for ledger in step.referee.games.values() for t in ledger.by_event_id.values()]
+    assert taken
+    assert all(isinstance(t, Fingerprint) for t in taken)
+
+
+def test_eager_and_lazy_prints_give_the_same_outcomes() -> None:
+    """The in-memory replay keeps raw records (lazy), the step fingerprints as it judges
+    (eager): the outcomes, verdicts and fingerprints must not differ."""
+    lazy, eager = Referee(), Referee(eager_prints=True)
+    stream = [*STREAM, *STREAM[5:40]]  # resends: duplicates judged against both kinds
+    for r in stream:
+        a = lazy.process(r.raw, r.source)
+        b = eager.process(r.raw, r.source)
+        assert (a.outcome, a.seq, a.took_place, a.verdicts, a.rejection) == (
+            b.outcome,
+            b.seq,
+            b.took_place,
+            b.verdicts,
+            b.rejection,
+        )
+        assert a.fingerprint == b.fingerprint
+    assert any(isinstance(t, Fingerprint) for g in eager.games.values() for t in g.by_seq.values())
+    assert not any(
+        isinstance(t, Fingerprint) for g in lazy.games.values() for t in g.by_seq.values()
+    )
