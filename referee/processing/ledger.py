@@ -4,8 +4,9 @@ Two kinds of bytes travel here, and their types keep them apart: a ``RawRecord``
 record exactly as received; a ``Fingerprint`` is the 16-byte digest of a record's content.
 A place in a game is kept as either (``Taken``): the raw bytes of the valid event that took
 it (they exist already; its fingerprint is derived only when a comparison needs it), or a
-fingerprint (for unparsed records, for places loaded from the store, and once the store has
-computed the fingerprint anyway).
+fingerprint (for unparsed records, for places loaded from the store, for the events the
+store's step fingerprints as it judges them, and once the store has computed the fingerprint
+anyway).
 """
 
 from __future__ import annotations
