@@ -58,6 +58,8 @@ class FakeStepStore:
     loaded_games: list[list[str]] = field(default_factory=list)
     reads_opened: int = 0
     """Connections opened for reads (``reads()``)."""
+    reservations: list[int] = field(default_factory=list)
+    """The count of every journal id reservation, in order."""
     commit_gate: asyncio.Event | None = None
     """When set, a transaction that wrote rows waits for it before it commits (a write
     left in flight for as long as a test likes)."""
@@ -160,6 +162,7 @@ class FakeStepTransaction:
         ]
 
     async def reserve_journal_ids(self, count: int) -> list[int]:
+        self.store.reservations.append(count)
         first = self.store.next_id
         self.store.next_id += count  # a sequence: ids are never given back
         return list(range(first, first + count))

@@ -18,9 +18,16 @@ import pytest
 
 from referee.contracts.parse import Unparsed
 from referee.contracts.rejection import KafkaSource
+from referee.processing import step as step_module
 from referee.processing.ledger import Fingerprint, event_print, fingerprint
 from referee.processing.referee import Referee
-from referee.processing.step import InputRecord, PositionMoved, ProcessingStep, StepResult
+from referee.processing.step import (
+    JOURNAL_ID_BATCHES,
+    InputRecord,
+    PositionMoved,
+    ProcessingStep,
+    StepResult,
+)
 from referee.simulate import SimulationOptions, simulate
 from referee.store.rows import StepRows
 from tests.fakes import FakeOutageError, FakeRefusalError, FakeStepStore
@@ -393,6 +400,25 @@ async def test_a_batch_of_cached_games_reads_nothing_from_the_store() -> None:
     assert store.commits == 1 + (len(later) + 4) // 5
     ids = [r.id for r in store.journal]
     assert ids == list(range(1, len(first) + len(later) + 1)), "ascending, in processing order"
+
+
+async def test_large_batches_reserve_journal_ids_for_several_batches_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(step_module, "JOURNAL_ID_BLOCK", 8)  # the stream is short
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    size = 5  # a batch of more than the block's quarter: a reservation for four batches
+    rounds = 2 * JOURNAL_ID_BATCHES
+    batches = [STREAM[i : i + size] for i in range(0, size * rounds, size)]
+    assert len(batches[-1]) == size, "the stream is long enough"
+    for batch in batches:
+        await step.process(batch)
+    assert store.reservations == [JOURNAL_ID_BATCHES * size] * 2
+    ids = [r.id for r in store.journal]
+    assert ids == list(range(1, len(ids) + 1)), "ascending, in processing order, no gap"
+    await step.process(STREAM[size * rounds : size * rounds + 2])  # a small batch: the block
+    assert store.reservations[2:] == [8]
 
 
 async def test_the_ids_in_hand_are_dropped_when_partitions_move() -> None:
