@@ -57,7 +57,7 @@ def serve(args: argparse.Namespace) -> int:
         from referee.service.app import build
 
         engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
-        app, service = build(settings, engine)
+        app, service = build(settings, engine, db.url)
         tune()
         try:
             await app.run()

@@ -27,14 +27,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from referee.processing.step import ProcessingStep
 from referee.service.batch import BatchHandler
 from referee.service.http import OpsServer
-from referee.service.kafka_options import consumer_options, kafka_security, relay_producer
+from referee.service.kafka_options import kafka_security
 from referee.service.lag import watch_lag
 from referee.service.listener import PositionListener
 from referee.service.metrics import Metrics
-from referee.service.relay import Outbox, OutboxRelay, TopicTails
-from referee.service.runtime import Service
+from referee.service.relay_process import RelayProcess, make_relay, outboxes
+from referee.service.runtime import Relay, Service
 from referee.service.settings import Settings
-from referee.store.relay_store import PostgresRelayStore
 from referee.store.step_store import PostgresStepStore
 
 log = logging.getLogger("referee.serve")
@@ -69,8 +68,13 @@ def batch_poll(timeout_ms: int, max_records: int) -> Poll:
     return get_msg
 
 
-def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]:
-    """Wires the broker, the subscriber, the publishers, the relay and the ops server."""
+def build(
+    settings: Settings, engine: AsyncEngine, database_url: str | None = None
+) -> tuple[FastStream, Service]:
+    """Wires the broker, the subscriber, the publishers, the relay and the ops server.
+
+    ``database_url`` is the database of ``engine`` (the settings' by default), for a relay
+    in a process of its own."""
     security = kafka_security(settings)
     metrics = Metrics(
         revision=settings.build_revision, topics=(settings.verdict_topic, settings.dlq_topic)
@@ -106,16 +110,20 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         description="EventRejected for every input that could not be judged, keyed by the "
         "input key, in Kafka transactions: read with isolation.level=read_committed.",
     )
-    relay = OutboxRelay(
-        PostgresRelayStore(engine),
-        [Outbox("verdicts", settings.verdict_topic), Outbox("dead_letters", settings.dlq_topic)],
-        relay_producer(settings, security),
-        TopicTails(consumer_options(settings, security)),
-        metrics,
-    )
+    relay: Relay
+    if settings.relay_process:
+        url = settings.database_url.get_secret_value() if database_url is None else database_url
+        relay = RelayProcess(url, outboxes(settings), metrics)
+    else:
+        relay = make_relay(settings, engine, metrics)
     service = Service(settings, engine, broker, step, relay, metrics)
     service.ops = OpsServer(
-        settings.http_host, settings.http_port, metrics, service.readiness, service.liveness
+        settings.http_host,
+        settings.http_port,
+        metrics,
+        service.readiness,
+        service.liveness,
+        relay.refresh if isinstance(relay, RelayProcess) else None,
     )
     handler = BatchHandler(service)
     step.on_committed = handler.committed
@@ -166,7 +174,7 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         except Exception:
             log.warning("the batch in flight did not commit", exc_info=True)
         service.stopping.set()
-        service.relay.wake.set()
+        service.relay.wake.set()  # inline, out of an idle wait (a relay process: run stops it)
         # The relay ends its term between two pumps: the transaction in hand commits
         # before the lock goes (cancelled later, it aborts instead).
         if service.tasks:

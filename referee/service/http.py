@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
-from referee.service.metrics import Metrics
+from referee.service.metrics import Metrics, RemoteFamily, exposition
 
 Readiness = Callable[[], Awaitable[tuple[bool, str]]]
+Remote = Callable[[], Awaitable[list[RemoteFamily]]]
+"""Fetches the metric families of the relay's process (``RelayProcess.refresh``)."""
 
 
 class OpsServer:
@@ -27,12 +29,14 @@ class OpsServer:
         metrics: Metrics,
         readiness: Readiness,
         liveness: Readiness | None = None,
+        remote: Remote | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.metrics = metrics
         self.readiness = readiness
         self.liveness = liveness
+        self.remote = remote
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -75,5 +79,6 @@ class OpsServer:
             status = "200 OK" if good else "503 Service Unavailable"
             return status, "text/plain", (why + "\n").encode()
         if path == "/metrics":
-            return "200 OK", CONTENT_TYPE_LATEST, generate_latest(self.metrics.registry)
+            remote = await self.remote() if self.remote is not None else []
+            return "200 OK", CONTENT_TYPE_LATEST, exposition(self.metrics.registry, remote)
         return "404 Not Found", "text/plain", b"not found\n"

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 
 from referee.service.runtime import Service
-
-log = logging.getLogger("referee.serve")
 
 EVERY_SECONDS = 5.0
 
@@ -26,14 +23,4 @@ async def watch_lag(service: Service) -> None:
                     metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(
                         max(high - done, 0)
                     )
-        try:
-            backlog = await service.relay.backlog()
-        except Exception:
-            log.warning("relay backlog not read", exc_info=True)
-            continue
-        for outbox in service.relay.outboxes:
-            known = backlog.get(outbox.name)
-            metrics.relay_unpublished.labels(outbox.name).set(known.rows if known else 0)
-            metrics.relay_oldest_unpublished.labels(outbox.name).set(
-                known.oldest_seconds if known else 0
-            )
+        await service.relay.publish_backlog()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -14,12 +15,34 @@ from prometheus_client import (
     Histogram,
     PlatformCollector,
     ProcessCollector,
+    generate_latest,
 )
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 from referee.contracts.verdicts import VERDICTS
 from referee.contracts.wire import INPUT_EVENTS
 from referee.domain.errors import RejectionReason
 from referee.processing.outcome import Outcome, Processed
+
+RELAY_FAMILIES = frozenset(
+    {
+        "referee_relay_unpublished_rows",
+        "referee_relay_oldest_unpublished_seconds",
+        "referee_relay_leader",
+        "referee_published",
+        "referee_relay_transactions",
+        "referee_stage_seconds",
+    }
+)
+"""The metric families the relay writes: a relay process sends these to its instance."""
+RELAY_STAGE_PREFIX = "relay_"
+"""Of ``referee_stage_seconds``, the relay's stages are those named ``relay_...``."""
+
+RemoteFamily = list[Any]
+"""One metric family as a relay process sends it (JSON): name, help, type, unit, and its
+samples as [name, labels, value]."""
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
@@ -137,6 +160,11 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.relay_restarts = Counter(
+            "referee_relay_restarts",
+            "Times the relay's process exited and was started again (REFEREE_RELAY_PROCESS).",
+            registry=r,
+        )
         self.consumer_lag = Gauge(
             "referee_consumer_lag",
             "Records behind the end of each input partition this instance owns.",
@@ -208,3 +236,54 @@ class Metrics:
             self.duplicates.inc(duplicates)
         if quarantined:
             self.quarantined.inc(quarantined)
+
+
+def relay_families(registry: CollectorRegistry) -> list[RemoteFamily]:
+    """Returns the relay's metric families of ``registry``, as a relay process sends them."""
+    families: list[RemoteFamily] = []
+    for family in registry.collect():
+        if family.name not in RELAY_FAMILIES:
+            continue
+        samples = [
+            [s.name, s.labels, s.value]
+            for s in family.samples
+            if family.name != "referee_stage_seconds"
+            or s.labels.get("stage", "").startswith(RELAY_STAGE_PREFIX)
+        ]
+        families.append([family.name, family.documentation, family.type, family.unit, samples])
+    return families
+
+
+class Merged(Collector):
+    """The instance's families, with the relay process's samples in place of its own.
+
+    A sample of the relay (same family, name and labels) replaces the instance's, which in
+    a process of its own stays at its start value (``referee_relay_leader`` 0, the counters
+    0); a sample the instance lacks (a relay stage) is added to its family.
+    """
+
+    def __init__(self, registry: CollectorRegistry, remote: list[RemoteFamily]) -> None:
+        self.registry = registry
+        self.remote = {f[0]: f for f in remote if f and f[0] in RELAY_FAMILIES}
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.registry.collect():
+            theirs = self.remote.get(family.name)
+            if theirs is None:
+                yield family
+                continue
+            samples = {(s.name, tuple(sorted(s.labels.items()))): s for s in family.samples}
+            for name, labels, value in theirs[4]:
+                samples[(name, tuple(sorted(labels.items())))] = Sample(name, labels, value)
+            merged = Metric(family.name, family.documentation, family.type, family.unit)
+            merged.samples = list(samples.values())
+            yield merged
+
+
+def exposition(registry: CollectorRegistry, remote: list[RemoteFamily]) -> bytes:
+    """Returns /metrics: the instance's families merged with a relay process's."""
+    if not remote:
+        return generate_latest(registry)
+    merged = CollectorRegistry(auto_describe=False)
+    merged.register(Merged(registry, remote))
+    return generate_latest(merged)

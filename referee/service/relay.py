@@ -295,9 +295,10 @@ class OutboxRelay:
                 log.exception("relay failed; retrying", extra={"retry_in_seconds": delay})
                 await _sleep_unless(stopping, delay)
 
-    def notify(self) -> None:
-        """Wakes the relay: outbox rows were committed."""
-        self.woken_at = time.perf_counter()
+    def notify(self, at: float | None = None) -> None:
+        """Wakes the relay: outbox rows were committed (at ``at``, ``time.perf_counter``;
+        now if not given)."""
+        self.woken_at = time.perf_counter() if at is None else at
         self.wake.set()
 
     async def backlog(self) -> dict[str, Backlog]:
@@ -308,6 +309,20 @@ class OutboxRelay:
             name: await self.store.backlog(name, state.cursor)
             for name, state in list(self._progress.items())
         }
+
+    async def publish_backlog(self) -> None:
+        """Sets the backlog gauges from ``backlog`` (0 unless this relay leads)."""
+        try:
+            backlog = await self.backlog()
+        except Exception:
+            log.warning("relay backlog not read", exc_info=True)
+            return
+        for outbox in self.outboxes:
+            known = backlog.get(outbox.name)
+            self.metrics.relay_unpublished.labels(outbox.name).set(known.rows if known else 0)
+            self.metrics.relay_oldest_unpublished.labels(outbox.name).set(
+                known.oldest_seconds if known else 0
+            )
 
     async def _try_to_lead(self, stopping: asyncio.Event) -> None:
         async with self.store.session() as session:

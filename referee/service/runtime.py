@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from faststream.kafka import KafkaBroker
@@ -14,9 +14,28 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from referee.processing.step import ProcessingStep
 from referee.service.http import OpsServer
 from referee.service.metrics import Metrics
-from referee.service.relay import OutboxRelay
+from referee.service.relay import Outbox
 from referee.service.settings import Settings
 from referee.store.database import ping
+
+
+class Relay(Protocol):
+    """The relay as the instance runs it: ``relay.OutboxRelay`` on the instance's event loop,
+    or ``relay_process.RelayProcess``, the same relay in a child process."""
+
+    outboxes: list[Outbox]
+    wake: asyncio.Event
+    alive_at: float
+    """When the relay's loop last came round (monotonic seconds)."""
+
+    def notify(self) -> None:
+        """Wakes the relay: outbox rows were committed."""
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Runs until ``stopping`` is set."""
+
+    async def publish_backlog(self) -> None:
+        """Sets the backlog gauges (where the relay runs)."""
 
 
 @dataclass(slots=True)
@@ -27,7 +46,7 @@ class Service:
     engine: AsyncEngine
     broker: KafkaBroker
     step: ProcessingStep
-    relay: OutboxRelay
+    relay: Relay
     metrics: Metrics
     ops: OpsServer | None = None
     stopping: asyncio.Event = field(default_factory=asyncio.Event)

@@ -157,6 +157,13 @@ class Settings(BaseSettings):
         description="Judge each batch while the batch before it commits (docs/design.md, "
         "Pipelining); off, every batch is judged and written before the next is fetched.",
     )
+    relay_process: bool = Field(
+        default=True,
+        description="Run the relay (the outboxes to Kafka) in a child process of its own, "
+        "started, watched and stopped by the instance, so that it does not share the "
+        "consumer's event-loop thread (docs/design.md, Scale ceiling); off, it runs on that "
+        "loop.",
+    )
     liveness_stall_seconds: float = Field(
         default=120.0,
         ge=1.0,

@@ -171,6 +171,7 @@ REFEREE_HTTP_PORT: {{ .Values.config.httpPort | toString | quote }}
 REFEREE_LOG_LEVEL: {{ .Values.config.logLevel | quote }}
 REFEREE_READY_REQUIRES_PARTITION: {{ include "referee.readyRequiresPartition" . | quote }}
 REFEREE_PIPELINE: {{ .Values.config.pipeline | toString | quote }}
+REFEREE_RELAY_PROCESS: {{ .Values.config.relayProcess | toString | quote }}
 REFEREE_LIVENESS_STALL_SECONDS: {{ .Values.config.livenessStallSeconds | toString | quote }}
 {{- with .Values.config.buildRevision }}
 REFEREE_BUILD_REVISION: {{ . | quote }}
