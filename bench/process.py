@@ -69,6 +69,19 @@ def proc_status(pid: int) -> dict[str, int]:
     return out
 
 
+def relay_children(pid: int) -> list[int]:
+    """Returns the process ids of the relay processes ``pid`` started
+    (``REFEREE_RELAY_PROCESS``)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):
+                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+                if b"referee.service.relay_process" in cmdline:
+                    found.append(int(child))
+    return found
+
+
 def tail(path: Path, n: int = 3000) -> str:
     with contextlib.suppress(OSError):
         return path.read_text(errors="replace")[-n:]

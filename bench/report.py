@@ -498,6 +498,7 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
             f"| VmHWM with {mem['games']:,} open games | {mem['hwm'] / 1024:,.0f} MiB |",
             f"| VmRSS at the end | {mem['rss'] / 1024:,.0f} MiB |",
             f"| per open game | {mem['per_game'] / 1024:,.1f} KiB |",
+            f"| VmHWM of its relay process | {mem.get('relay_hwm', 0) / 1024:,.0f} MiB |",
             f"| time to process the {mem['events']:,} events | {mem['seconds']:.0f} s |",
             "",
         ]

@@ -85,8 +85,8 @@ class RelayProcess:
     """The parent's side: starts the child, keeps it running, wakes it, asks it for metrics.
 
     It stands where an ``OutboxRelay`` stands in a running instance (``runtime.Relay``):
-    ``notify`` wakes the child, ``alive_at`` follows its heartbeats, ``backlog`` is the
-    child's to report (its gauges come with its metric families).
+    ``notify`` wakes the child, ``alive_at`` follows its heartbeats, and the backlog gauges
+    are the child's to set (they come with its metric families).
     """
 
     def __init__(self, database_url: str, outboxes: list[Outbox], metrics: Metrics) -> None:
@@ -166,6 +166,9 @@ class RelayProcess:
                 env={**os.environ, "REFEREE_DATABASE_URL": self.database_url},
                 stdin=asyncio.subprocess.DEVNULL,
             )
+        except BaseException:
+            ours.close()
+            raise
         finally:
             theirs.close()
         self.pid = child.pid
@@ -312,7 +315,6 @@ def main(argv: list[str]) -> int:
     die_with_parent(parent)
     # Ctrl-C reaches the whole process group: the instance decides when its relay stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from referee.cli.collector import tune
     from referee.service.logs import configure_logging
     from referee.store.database import create_engine
 
@@ -332,7 +334,6 @@ def main(argv: list[str]) -> int:
         finally:
             await engine.dispose()
 
-    tune()
     asyncio.run(run())
     return 0
 
