@@ -63,6 +63,10 @@ def samples(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
+def leading(port: int) -> bool:
+    return samples(port).get(("referee_relay_leader", ()), 0.0) == 1.0
+
+
 async def test_a_relay_process_killed_is_restarted_and_its_metrics_reach_the_instance(
     stack: Stack, simulated_log: Path, tmp_path: Path
 ) -> None:
@@ -105,6 +109,8 @@ async def test_an_instance_killed_takes_its_relay_process_with_it(
     await wait_ready(port)
     await wait_for("a relay process", lambda: len(relay_children(process.pid)) == 1)
     (relay,) = relay_children(process.pid)
+    # killed once the child runs (leading, holding the lock), not while it still starts
+    await wait_for("its relay leading", lambda: leading(port))
     process.send_signal(signal.SIGKILL)
     await asyncio.to_thread(process.wait)
     await wait_for("the relay process gone", lambda: not running(relay), limit=15)
