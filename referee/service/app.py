@@ -3,9 +3,9 @@
 It consumes the game-event topic in batches as one consumer group, feeds each batch to the
 processing step's pipeline (``batch.py``), and runs the relay that publishes the verdict and
 dead-letter outboxes (``relay.py``): by default in a child process of its own
-(``relay_process.py``, ``REFEREE_RELAY_PROCESS``), else on this event loop. Offsets belong to the database: on every assignment the
-consumer seeks to the stored position + 1 (``listener.py``); Kafka's committed offsets are
-written for lag monitoring only.
+(``relay_process.py``, ``REFEREE_RELAY_PROCESS``), else on this event loop. Offsets belong
+to the database: on every assignment the consumer seeks to the stored position + 1
+(``listener.py``); Kafka's committed offsets are written for lag monitoring only.
 """
 
 from __future__ import annotations

@@ -206,7 +206,11 @@ class RelayProcess:
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         while line := await reader.readline():
-            message: dict[str, Any] = json.loads(line)
+            try:
+                message: dict[str, Any] = json.loads(line)
+            except ValueError:
+                log.warning("unreadable line from the relay process", extra={"line": line[:200]})
+                continue
             if "alive" in message:
                 self.alive_at = time.monotonic() - float(message["alive"])
             elif "metrics" in message:
