@@ -289,11 +289,11 @@ class OutboxRelay:
                     "relay fenced: a newer leader initialised the transactional id",
                     extra={"retry_in_seconds": delay},
                 )
-                await _sleep_unless(stopping, delay)
+                await sleep_unless(stopping, delay)
             except Exception:
                 delay = waits.failed()
                 log.exception("relay failed; retrying", extra={"retry_in_seconds": delay})
-                await _sleep_unless(stopping, delay)
+                await sleep_unless(stopping, delay)
 
     def notify(self, at: float | None = None) -> None:
         """Wakes the relay: outbox rows were committed (at ``at``, ``time.perf_counter``;
@@ -327,7 +327,7 @@ class OutboxRelay:
     async def _try_to_lead(self, stopping: asyncio.Event) -> None:
         async with self.store.session() as session:
             if not await session.try_lead():
-                await _sleep_unless(stopping, 1.0)
+                await sleep_unless(stopping, 1.0)
                 return
             self.leading = True
             self.metrics.relay_leader.set(1)
@@ -483,6 +483,7 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-async def _sleep_unless(stopping: asyncio.Event, seconds: float) -> None:
+async def sleep_unless(stopping: asyncio.Event, seconds: float) -> None:
+    """Sleeps ``seconds``, or less if ``stopping`` is set meanwhile."""
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stopping.wait(), seconds)

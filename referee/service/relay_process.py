@@ -14,7 +14,7 @@ The two processes talk over a Unix socket pair, one JSON object or one word a li
   term between two pumps, release the lock, exit);
 - child to parent: ``{"alive": seconds}`` every second (how long ago its loop came round, for
   /livez), ``{"metrics": [...]}`` in answer to ``m`` (the relay's metric families, merged into
-  the instance's /metrics by ``metrics.merge``).
+  the instance's /metrics by ``metrics.exposition``).
 
 The child dies with its parent: when the parent's end of the socket closes (the parent
 exited, however it died) it reads end-of-file and stops as on ``s``; on Linux the kernel also
@@ -40,7 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.service.kafka_options import consumer_options, kafka_security, relay_producer
 from referee.service.metrics import Metrics, RemoteFamily, relay_families
-from referee.service.relay import Outbox, OutboxRelay, TopicTails
+from referee.service.relay import Outbox, OutboxRelay, TopicTails, sleep_unless
 from referee.service.retry import Backoff
 from referee.service.settings import Settings
 from referee.store.relay_store import PostgresRelayStore
@@ -97,8 +97,6 @@ class RelayProcess:
         self.woken_at = 0.0
         self.alive_at = time.monotonic()
         """When the child's loop last came round, as its last heartbeat said (for /livez)."""
-        self.pid: int | None = None
-        """The running child's process id (None between two children)."""
         self.families: list[RemoteFamily] = []
         """The child's relay metric families, as last received."""
         self._writer: asyncio.StreamWriter | None = None
@@ -133,8 +131,7 @@ class RelayProcess:
                 "relay process exited; restarting it",
                 extra={"exit_code": code, "retry_in_seconds": delay},
             )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stopping.wait(), delay)
+            await sleep_unless(stopping, delay)
 
     async def refresh(self) -> list[RemoteFamily]:
         """Asks the child for its metric families (the last ones received if it is slow)."""
@@ -171,7 +168,6 @@ class RelayProcess:
             raise
         finally:
             theirs.close()
-        self.pid = child.pid
         log.info("relay process started", extra={"pid": child.pid})
         reader, writer = await asyncio.open_unix_connection(sock=ours, limit=LINE_LIMIT)
         self._writer = writer
@@ -194,7 +190,6 @@ class RelayProcess:
             return await _reap(child, exited)
         finally:
             self._writer = None
-            self.pid = None
             for task in (*tasks, stop):
                 task.cancel()
             writer.close()
@@ -301,15 +296,13 @@ async def _heartbeat(
             age = max(time.monotonic() - relay.alive_at, 0.0)
             writer.write(json.dumps({"alive": round(age, 3)}).encode() + b"\n")
             await writer.drain()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stopping.wait(), HEARTBEAT_SECONDS)
+            await sleep_unless(stopping, HEARTBEAT_SECONDS)
 
 
 async def watch_backlog(relay: OutboxRelay, stopping: asyncio.Event) -> None:
     """Sets the relay's backlog gauges every ``BACKLOG_SECONDS`` until stopped."""
     while not stopping.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), BACKLOG_SECONDS)
+        await sleep_unless(stopping, BACKLOG_SECONDS)
         await relay.publish_backlog()
 
 
