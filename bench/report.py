@@ -452,6 +452,33 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
                 f" {x['max']:.0f} |"
             )
         out += ["", f"![latency vs offered load]({img_rel}/latency_vs_load.png)", ""]
+        if all("split" in x for x in lat):
+            out += [
+                "### 4a'. The tail, split at the relay's send",
+                "",
+                (
+                    "Each sampled verdict's latency in two parts, at the relay's send call (the"
+                    " verdict record's timestamp, which the relay's producer stamps when it"
+                    " sends): before it, the referee's path (broker, fetch, judge, write, commit,"
+                    " the relay's wake-up and read); after it, the relay's Kafka transaction and"
+                    " the benchmark consumer's read_committed fetch. Both parts are read on the"
+                    " one clock of this machine, the timestamp in whole milliseconds."
+                ),
+                "",
+                (
+                    "| offered events/s | before the send: p50 / p99 ms | after it: p50 / p99 ms |"
+                    " slowest 1%: mean before / after, ms |"
+                ),
+                "|---|---|---|---|",
+            ]
+            for x in lat:
+                t = x["split"]
+                out.append(
+                    f"| {x['load']:,} | {t['p50_before']:.0f} / {t['p99_before']:.0f} |"
+                    f" {t['p50_after']:.0f} / {t['p99_after']:.0f} |"
+                    f" {t['slowest_before']:.0f} / {t['slowest_after']:.0f} |"
+                )
+            out.append("")
         if all("stages" in x for x in lat):
             out += breakdown_table(
                 "4b. Where a verdict's time goes, at each offered load",

@@ -53,12 +53,15 @@ def verdicts_of(lines: list[Line]) -> int:
 
 
 class VerdictWatcher:
-    """Records the arrival time of every verdict on the verdict topic."""
+    """Records the arrival time of every verdict on the verdict topic, and when the relay
+    sent it (the record's timestamp: the relay's producer stamps each record at its send
+    call, Unix milliseconds), as the monotonic time of this process."""
 
     def __init__(self, ctx: Context, topic: str) -> None:
         self.ctx = ctx
         self.topic = topic
         self.arrivals: list[tuple[str, int, float]] = []
+        self.relay_sent: dict[tuple[str, int], float] = {}
         self.task: asyncio.Task[None] | None = None
         self.consumer: AIOKafkaConsumer | None = None
 
@@ -81,10 +84,13 @@ class VerdictWatcher:
         while True:
             got = await consumer.getmany(timeout_ms=20)
             now = time.monotonic()
+            wall_to_monotonic = now - time.time()
             for rs in got.values():
                 for r in rs:
                     v = decode(r.value or b"{}")
-                    self.arrivals.append((v["game_id"], v["cause_seq"], now))
+                    cause = (v["game_id"], v["cause_seq"])
+                    self.arrivals.append((*cause, now))
+                    self.relay_sent[cause] = r.timestamp / 1000 + wall_to_monotonic
 
     async def stop(self) -> None:
         if self.task is not None:
@@ -118,6 +124,28 @@ async def paced_produce(
     await asyncio.gather(*futures)
     elapsed = time.monotonic() - loop_start
     return n / elapsed if elapsed > 0 else 0.0
+
+
+def tail_split(latencies: list[tuple[float, float]], share: float = 0.01) -> dict[str, float]:
+    """Where the slowest verdicts' time went, split at the relay's send call: each
+    latency is (ms from the cause's send to the relay's send, ms from there to arrival).
+
+    The first part is the referee's (broker, fetch, judge, write, commit, the relay's wake-up
+    and read), the second the relay's transaction and the consumer's read_committed fetch.
+    """
+    ordered = sorted(latencies, key=sum)
+    slowest = ordered[-max(1, int(len(ordered) * share)) :] if ordered else []
+    before = [b for b, _ in latencies]
+    after = [a for _, a in latencies]
+    return {
+        "p50_before": percentile(before, 0.50),
+        "p50_after": percentile(after, 0.50),
+        "p99_before": percentile(before, 0.99),
+        "p99_after": percentile(after, 0.99),
+        "slowest": len(slowest),
+        "slowest_before": statistics.fmean(b for b, _ in slowest) if slowest else math.nan,
+        "slowest_after": statistics.fmean(a for _, a in slowest) if slowest else math.nan,
+    }
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -171,6 +199,13 @@ async def run(ctx: Context) -> None:
                 for g, s, t in watcher.arrivals[before:]
                 if (g, s) in sent_at
             ]
+            split = tail_split(
+                [
+                    ((sent - sent_at[g, s]) * 1000, (t - sent) * 1000)
+                    for g, s, t in watcher.arrivals[before:]
+                    if (g, s) in sent_at and (sent := watcher.relay_sent.get((g, s))) is not None
+                ]
+            )
             stages = means(stages_before, await snapshot(served.port))
             if phase == 0:
                 say(f"   warm-up done ({len(latencies)} verdicts)")
@@ -186,6 +221,7 @@ async def run(ctx: Context) -> None:
                 "max": max(latencies, default=math.nan),
                 "mean": statistics.fmean(latencies) if latencies else math.nan,
                 "stages": stages,
+                "split": split,
             }
             rows.append(row)
             say(
