@@ -12,12 +12,16 @@ import asyncio
 import contextlib
 import errno
 import logging
+import socket
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from referee.cli.collector import tune
-from referee.cli.errors import EXIT_OK, UnavailableError
+from referee.cli.errors import EXIT_OK, CommandError, UnavailableError
 from referee.cli.store_commands import (
+    Database,
     _migrate_to_newest,
     choose_database,
     probe_schema,
@@ -53,11 +57,11 @@ def serve(args: argparse.Namespace) -> int:
         },
     )
 
-    async def run() -> None:
-        from referee.service.app import build
+    from referee.service.app import build
 
+    async def run(control: socket.socket | None = None) -> None:
         engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
-        app, service = build(settings, engine, db.url)
+        app, service = build(settings, engine, db.url, control)
         tune()
         try:
             await app.run()
@@ -77,9 +81,43 @@ def serve(args: argparse.Namespace) -> int:
                     await service.ops.stop()
             await engine.dispose()
 
+    if settings.consumer_processes > 1:
+        return _serve_consumers(settings, db, run)
     with reaching(db):
         asyncio.run(run())
     return EXIT_OK
+
+
+def _serve_consumers(
+    settings: Settings,
+    db: Database,
+    run: Callable[[socket.socket], Coroutine[Any, Any, None]],
+) -> int:
+    """Forks the consumer processes (``REFEREE_CONSUMER_PROCESSES``), each running ``run``,
+    and serves the probes and /metrics for them (``service/consumers.py``)."""
+    from referee.service.consumers import fork_consumers, supervise
+
+    log = logging.getLogger("referee.serve")
+
+    def consume(index: int, control: socket.socket) -> int:
+        try:
+            with reaching(db):
+                asyncio.run(run(control))
+        except CommandError as failed:
+            log.error("consumer process %d: %s", index, failed.message)  # noqa: TRY400 - one line, as main() reports it
+            return failed.code
+        return EXIT_OK
+
+    consumers = fork_consumers(settings.consumer_processes, consume)
+    try:
+        return asyncio.run(supervise(settings, consumers))
+    except OSError as bind:
+        if bind.errno not in BIND_FAILURES:
+            raise
+        raise UnavailableError(
+            f"cannot listen on {settings.http_host}:{settings.http_port} "
+            f"(REFEREE_HTTP_HOST, REFEREE_HTTP_PORT): {bind.strerror}"
+        ) from bind
 
 
 async def _probe_kafka(settings: Settings) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Callable, Coroutine
 from itertools import chain
 from typing import Any
@@ -27,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.processing.step import ProcessingStep
 from referee.service.batch import BatchHandler
+from referee.service.consumers import answer_instance
 from referee.service.http import OpsServer
 from referee.service.kafka_options import kafka_security
 from referee.service.lag import watch_lag
@@ -70,12 +72,17 @@ def batch_poll(timeout_ms: int, max_records: int) -> Poll:
 
 
 def build(
-    settings: Settings, engine: AsyncEngine, database_url: str | None = None
+    settings: Settings,
+    engine: AsyncEngine,
+    database_url: str | None = None,
+    control: socket.socket | None = None,
 ) -> tuple[FastStream, Service]:
     """Wires the broker, the subscriber, the publishers, the relay and the ops server.
 
     ``database_url`` is the database of ``engine`` (the settings' by default), for a relay
-    in a process of its own."""
+    in a process of its own. With ``control``, this is one consumer process of an instance
+    (``consumers.py``): no ops server; the instance asks over ``control`` for what its
+    probes and /metrics say."""
     security = kafka_security(settings)
     metrics = Metrics(
         revision=settings.build_revision, topics=(settings.verdict_topic, settings.dlq_topic)
@@ -118,14 +125,14 @@ def build(
     else:
         relay = make_relay(settings, engine, metrics)
     service = Service(settings, engine, broker, step, relay, metrics)
-    service.ops = OpsServer(
-        settings.http_host,
-        settings.http_port,
-        metrics,
-        service.readiness,
-        service.liveness,
-        relay.refresh if isinstance(relay, RelayProcess) else None,
-    )
+    if control is None:
+        service.ops = OpsServer(
+            settings.http_host,
+            settings.http_port,
+            service.exposition,
+            service.readiness,
+            service.liveness,
+        )
     handler = BatchHandler(service)
     step.on_committed = handler.committed
     subscriber = broker.subscriber(
@@ -158,14 +165,16 @@ def build(
 
     @app.on_startup
     async def start_ops() -> None:
-        assert service.ops is not None
-        await service.ops.start()
+        if service.ops is not None:
+            await service.ops.start()
 
     @app.after_startup
     async def start_relay() -> None:
         service.consumer = subscriber.consumer
         service.tasks.append(asyncio.create_task(service.relay.run(service.stopping)))
         service.tasks.append(asyncio.create_task(watch_lag(service)))
+        if control is not None:
+            service.tasks.append(asyncio.create_task(answer_instance(service, control)))
 
     @app.on_shutdown
     async def stop_everything() -> None:

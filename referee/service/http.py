@@ -12,11 +12,9 @@ from collections.abc import Awaitable, Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from referee.service.metrics import Metrics, RemoteFamily, exposition
-
 Readiness = Callable[[], Awaitable[tuple[bool, str]]]
-Remote = Callable[[], Awaitable[list[RemoteFamily]]]
-"""Fetches the metric families of the relay's process (``RelayProcess.refresh``)."""
+Exposition = Callable[[], Awaitable[bytes]]
+"""Renders /metrics (``Service.exposition``, or the instance's of its consumer processes)."""
 
 
 class OpsServer:
@@ -26,17 +24,15 @@ class OpsServer:
         self,
         host: str,
         port: int,
-        metrics: Metrics,
+        metrics: Exposition,
         readiness: Readiness,
         liveness: Readiness | None = None,
-        remote: Remote | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.metrics = metrics
         self.readiness = readiness
         self.liveness = liveness
-        self.remote = remote
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -79,6 +75,5 @@ class OpsServer:
             status = "200 OK" if good else "503 Service Unavailable"
             return status, "text/plain", (why + "\n").encode()
         if path == "/metrics":
-            remote = await self.remote() if self.remote is not None else []
-            return "200 OK", CONTENT_TYPE_LATEST, exposition(self.metrics.registry, remote)
+            return "200 OK", CONTENT_TYPE_LATEST, await self.metrics()
         return "404 Not Found", "text/plain", b"not found\n"

@@ -18,6 +18,7 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
@@ -287,3 +288,30 @@ def exposition(registry: CollectorRegistry, remote: list[RemoteFamily]) -> bytes
     merged = CollectorRegistry(auto_describe=False)
     merged.register(Merged(registry, remote))
     return generate_latest(merged)
+
+
+class _Families(Collector):
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)
+
+
+def labelled(expositions: dict[int, str], label: str = "consumer") -> bytes:
+    """Returns one /metrics of several processes' own: each family once, with every
+    process's samples in it, each labelled ``label="<the process's index>"``."""
+    families: dict[str, Metric] = {}
+    for index, text in sorted(expositions.items()):
+        for family in text_string_to_metric_families(text):
+            merged = families.get(family.name)
+            if merged is None:
+                merged = Metric(family.name, family.documentation, family.type, family.unit)
+                families[family.name] = merged
+            merged.samples.extend(
+                Sample(s.name, {**s.labels, label: str(index)}, s.value, s.timestamp, s.exemplar)
+                for s in family.samples
+            )
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families(list(families.values())))
+    return generate_latest(registry)

@@ -133,7 +133,7 @@ class RelayProcess:
             )
             await sleep_unless(stopping, delay)
 
-    async def refresh(self) -> list[RemoteFamily]:
+    async def metric_families(self) -> list[RemoteFamily]:
         """Asks the child for its metric families (the last ones received if it is slow)."""
         writer = self._writer
         if writer is None:

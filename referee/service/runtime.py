@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.processing.step import ProcessingStep
 from referee.service.http import OpsServer
-from referee.service.metrics import Metrics
+from referee.service.metrics import Metrics, RemoteFamily, exposition
 from referee.service.relay import Outbox
 from referee.service.settings import Settings
 from referee.store.database import ping
@@ -37,6 +37,9 @@ class Relay(Protocol):
     async def publish_backlog(self) -> None:
         """Sets the backlog gauges (where the relay runs)."""
 
+    async def metric_families(self) -> list[RemoteFamily]:
+        """The relay's metric families from its process (none: it runs in this one)."""
+
 
 @dataclass(slots=True)
 class Service:
@@ -58,6 +61,10 @@ class Service:
     subscriber: Any = None
     last_commit: float = field(default_factory=time.monotonic)
     """When a batch last committed (monotonic seconds)."""
+
+    async def exposition(self) -> bytes:
+        """Renders /metrics: this process's families, a relay process's merged in."""
+        return exposition(self.metrics.registry, await self.relay.metric_families())
 
     def subscriber_consumer(self) -> AIOKafkaConsumer:
         """Returns the subscriber's aiokafka consumer (it exists before it joins the group)."""

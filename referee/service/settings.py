@@ -164,6 +164,16 @@ class Settings(BaseSettings):
         "consumer's event-loop thread (docs/design.md, Scale ceiling); off, it runs on that "
         "loop.",
     )
+    consumer_processes: int = Field(
+        default=1,
+        ge=1,
+        le=32,
+        description="Consumer processes per instance: each one member of the consumer group "
+        "with its own share of the partitions, its own database pool and relay process, "
+        "forked by the instance, which serves the probes and /metrics for all of them "
+        "(docs/design.md, Consumer processes). More than one lets an instance use more than "
+        "one core for judging; a consumer process that exits ends the instance.",
+    )
     liveness_stall_seconds: float = Field(
         default=120.0,
         ge=1.0,

@@ -198,6 +198,8 @@ def test_the_values_schema_refuses(render: Renderer, key: str, value: str, where
         (DEFAULT, {"replicaCount": "7"}, "true"),
         (DEFAULT, {"replicaCount": "8"}, "false"),  # a surge pod would have none
         (DEFAULT, {"replicaCount": "4", "kafka.partitions": "4"}, "false"),
+        (DEFAULT, {"config.consumerProcesses": "3"}, "true"),  # 6 members, 8 partitions
+        (DEFAULT, {"config.consumerProcesses": "4"}, "false"),  # 8 members: a surge has none
         (HPA, {}, "false"),  # an autoscaler can reach the partition count
         (ALL, {"readiness.requirePartition": "auto"}, "false"),  # KEDA
         (ALL, {}, "true"),  # explicit

@@ -172,6 +172,7 @@ REFEREE_LOG_LEVEL: {{ .Values.config.logLevel | quote }}
 REFEREE_READY_REQUIRES_PARTITION: {{ include "referee.readyRequiresPartition" . | quote }}
 REFEREE_PIPELINE: {{ .Values.config.pipeline | toString | quote }}
 REFEREE_RELAY_PROCESS: {{ .Values.config.relayProcess | toString | quote }}
+REFEREE_CONSUMER_PROCESSES: {{ .Values.config.consumerProcesses | toString | quote }}
 REFEREE_LIVENESS_STALL_SECONDS: {{ .Values.config.livenessStallSeconds | toString | quote }}
 {{- with .Values.config.buildRevision }}
 REFEREE_BUILD_REVISION: {{ . | quote }}
@@ -179,14 +180,16 @@ REFEREE_BUILD_REVISION: {{ . | quote }}
 {{- end }}
 
 {{/*
-readiness.requirePartition: true/false as given; auto = false when the pods can
-outnumber the partitions (replicaCount >= kafka.partitions, or an autoscaler),
-since a pod without a partition is healthy but would never become ready.
+readiness.requirePartition: true/false as given; auto = false when the group's members
+(replicaCount x config.consumerProcesses) can outnumber the partitions
+(members >= kafka.partitions, or an autoscaler), since a member without a partition is
+healthy but would never become ready.
 */}}
 {{- define "referee.readyRequiresPartition" -}}
 {{- $v := .Values.readiness.requirePartition -}}
+{{- $members := mul (int .Values.replicaCount) (int .Values.config.consumerProcesses) -}}
 {{- if eq (toString $v) "auto" -}}
-{{- if or .Values.autoscaling.enabled .Values.keda.enabled (ge (int .Values.replicaCount) (int .Values.kafka.partitions)) -}}
+{{- if or .Values.autoscaling.enabled .Values.keda.enabled (ge $members (int .Values.kafka.partitions)) -}}
 false
 {{- else -}}
 true

@@ -6,7 +6,13 @@ import json
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from referee.service.metrics import RELAY_FAMILIES, Metrics, exposition, relay_families
+from referee.service.metrics import (
+    RELAY_FAMILIES,
+    Metrics,
+    exposition,
+    labelled,
+    relay_families,
+)
 
 
 def parsed(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -70,3 +76,32 @@ def test_a_family_that_is_not_the_relays_is_not_taken_from_it() -> None:
     ]
     merged = parsed(exposition(instance.registry, foreign))
     assert merged[("referee_events_consumed_total", (("type", "TilePlayed"),))] == 2.0
+
+
+def test_consumer_processes_metrics_are_one_exposition_labelled_by_process() -> None:
+    first = Metrics(topics=("verdicts-topic",))
+    first.events.labels("TilePlayed").inc(7)
+    first.observe_stage("judge", 0.003)
+    first.relay_leader.set(1)
+    second = Metrics(topics=("verdicts-topic",))
+    second.events.labels("TilePlayed").inc(5)
+    second.events.labels("Passed").inc(2)
+    texts = {
+        0: exposition(first.registry, []).decode(),
+        3: exposition(second.registry, []).decode(),
+    }
+    text = labelled(texts)
+    got = parsed(text)
+    assert got[("referee_events_consumed_total", (("consumer", "0"), ("type", "TilePlayed")))] == 7
+    assert got[("referee_events_consumed_total", (("consumer", "3"), ("type", "TilePlayed")))] == 5
+    assert got[("referee_events_consumed_total", (("consumer", "3"), ("type", "Passed")))] == 2
+    assert got[("referee_relay_leader", (("consumer", "0"),))] == 1
+    assert got[("referee_relay_leader", (("consumer", "3"),))] == 0
+    judge = (("consumer", "0"), ("stage", "judge"))
+    assert got[("referee_stage_seconds_count", judge)] == 1
+    assert all(dict(labels).get("consumer") in ("0", "3") for _, labels in got)
+    # each family is described once (a scraper refuses a second HELP or TYPE of a name)
+    lines = text.decode().splitlines()
+    helps = [line.split()[2] for line in lines if line.startswith("# HELP ")]
+    assert len(helps) == len(set(helps))
+    assert "referee_events_consumed_total" in helps
