@@ -22,6 +22,9 @@ from referee.contracts.wire import EnvelopeProbe
 from referee.store.rows import JOURNAL_COLUMNS
 from tools.testkit.kafkatools import Topics, keyed_lines, produce
 
+CONSUMER_PROCESSES = 2
+"""``REFEREE_CONSUMER_PROCESSES`` of the second ``serve`` measured: one a core here."""
+
 
 async def kafka_ceiling(
     ctx: Context, url: str, topic: str, expected: int, batch_size: int
@@ -135,24 +138,39 @@ async def run(ctx: Context) -> None:
         say(f"   warm-up {attempt + 1}: referee serve {warm['eps']:,.0f} events/s (not counted)")
     # The ceiling and the referee alternate, best of ``repeats`` each, as the store replay
     # and the in-memory replay are measured: one run of either moves by 20% here.
+    # Each round: the ceiling, then ``serve`` with one consumer process and with
+    # CONSUMER_PROCESSES, in turns (one first in even rounds, the other in odd ones).
     ceilings: list[dict[str, Any]] = []
     runs: list[tuple[dict[str, Any], Topics]] = []
+    multi: list[dict[str, Any]] = []
     for attempt in range(ctx.sizes.repeats):
         ceil_url = await fresh_database(ctx, f"kceil{attempt}", migrate=True)
         ceilings.append(await kafka_ceiling(ctx, ceil_url, topics.input, len(records), E2E_BATCH))
         say(f"   ceiling: {ceilings[-1]['eps']:,.0f} events/s")
-        run_topics = topics if attempt == 0 else fresh_topics(topics.input)
-        runs.append(
-            (
-                await serve_run(
+        for processes in (1, CONSUMER_PROCESSES) if attempt % 2 == 0 else (CONSUMER_PROCESSES, 1):
+            if processes == 1:
+                run_topics = topics if attempt == 0 else fresh_topics(topics.input)
+                one = await serve_run(
                     ctx, run_topics, len(records), expected_verdicts, E2E_BATCH, f"e2e{attempt}"
-                ),
-                run_topics,
+                )
+                runs.append((one, run_topics))
+                say(f"   referee serve: {one['eps']:,.0f} events/s ({one['seconds']:.1f} s)")
+                continue
+            multi.append(
+                await serve_run(
+                    ctx,
+                    fresh_topics(topics.input),
+                    len(records),
+                    expected_verdicts,
+                    E2E_BATCH,
+                    f"e2e-consumers{attempt}",
+                    extra_env={"REFEREE_CONSUMER_PROCESSES": str(processes)},
+                )
             )
-        )
-        say(
-            f"   referee serve: {runs[-1][0]['eps']:,.0f} events/s ({runs[-1][0]['seconds']:.1f} s)"
-        )
+            say(
+                f"   referee serve, {processes} consumer processes:"
+                f" {multi[-1]['eps']:,.0f} events/s ({multi[-1]['seconds']:.1f} s)"
+            )
     ceiling = max(ceilings, key=lambda c: float(c["eps"]))
     run, topics = max(runs, key=lambda r: float(r[0]["eps"]))
     # the breakdown before the pipeline: the same run with each batch written before the next
@@ -181,6 +199,9 @@ async def run(ctx: Context) -> None:
         "serial": serial,
         "all_serve_eps": [r["eps"] for r, _ in runs],
         "all_ceiling_eps": [c["eps"] for c in ceilings],
+        "consumer_processes": CONSUMER_PROCESSES,
+        "consumers": max(multi, key=lambda r: float(r["eps"])),
+        "all_consumers_eps": [r["eps"] for r in multi],
         "same_verdicts": same,
         "partitions": 4,
         "warmups": ctx.sizes.e2e_warmups,

@@ -11,8 +11,8 @@ own processing step, database pool and relay process. The guarantees are those o
 The instance itself only serves the operations endpoint for all of them and watches them:
 
 - ``/readyz`` and ``/livez`` pass when every consumer process's own checks pass (each is
-  asked over a socket pair, ``q``, and answers one JSON line: ``ready``, ``live``, and its
-  ``metrics`` exposition); one that does not answer in time fails them;
+  asked over a socket pair, ``q <n>``, and answers one JSON line: ``n``, ``ready``,
+  ``live``, and its ``metrics`` exposition); one that does not answer in time fails them;
 - ``/metrics`` is every consumer process's families, each sample labelled
   ``consumer="<index>"`` (``metrics.labelled``): sum over the label for the instance.
 
@@ -32,7 +32,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -61,12 +61,13 @@ async def answer_instance(service: Service, control: socket.socket) -> None:
     reader, writer = await asyncio.open_unix_connection(sock=control, limit=LINE_LIMIT)
     try:
         while line := await reader.readline():
-            if line.strip() != b"q":
+            word, _, number = line.decode().strip().partition(" ")
+            if word != "q":
                 continue
             ready = await service.readiness()
             live = await service.liveness()
             text = (await service.exposition()).decode()
-            answer = {"ready": ready, "live": live, "metrics": text}
+            answer = {"n": number, "ready": ready, "live": live, "metrics": text}
             writer.write(json.dumps(answer).encode() + b"\n")
             await writer.drain()
     except ConnectionError:
@@ -90,24 +91,31 @@ class Consumer:
     reader: asyncio.StreamReader | None = None
     writer: asyncio.StreamWriter | None = None
     asking: asyncio.Lock = field(default_factory=asyncio.Lock)
+    questions: int = 0
 
     async def ask(self) -> dict[str, Any] | None:
-        """Its checks and metrics, or None if it does not answer in time."""
+        """Its checks and metrics, or None if it does not answer in time.
+
+        Each question is numbered: an answer that comes after its question timed out is
+        skipped by the next question, which waits for its own."""
         async with self.asking:
             if self.reader is None or self.writer is None:
                 self.reader, self.writer = await asyncio.open_unix_connection(
                     sock=self.control, limit=LINE_LIMIT
                 )
+            self.questions += 1
+            number = str(self.questions)
             try:
-                self.writer.write(b"q\n")
+                self.writer.write(f"q {number}\n".encode())
                 await self.writer.drain()
-                line = await asyncio.wait_for(self.reader.readline(), ASK_SECONDS)
-            except (TimeoutError, ConnectionError):
-                return None
-        if not line:
-            return None
-        answer: dict[str, Any] = json.loads(line)
-        return answer
+                async with asyncio.timeout(ASK_SECONDS):
+                    while line := await self.reader.readline():
+                        answer: dict[str, Any] = json.loads(line)
+                        if answer.get("n") == number:
+                            return answer
+            except (TimeoutError, ConnectionError, ValueError):
+                pass
+        return None
 
 
 def fork_consumers(count: int, consume: Callable[[int, socket.socket], int]) -> list[Consumer]:
@@ -204,11 +212,11 @@ async def _stop(consumers: list[Consumer], exits: dict[int, asyncio.Task[int]]) 
             c.control.close()
 
 
-async def _answers(consumers: list[Consumer]) -> list[dict[str, Any] | None]:
+async def _answers(consumers: Sequence[Consumer]) -> list[dict[str, Any] | None]:
     return list(await asyncio.gather(*(c.ask() for c in consumers)))
 
 
-async def _checks(consumers: list[Consumer], check: str) -> tuple[bool, str]:
+async def _checks(consumers: Sequence[Consumer], check: str) -> tuple[bool, str]:
     problems = []
     for c, answer in zip(consumers, await _answers(consumers), strict=True):
         if answer is None:
@@ -222,7 +230,7 @@ async def _checks(consumers: list[Consumer], check: str) -> tuple[bool, str]:
     return True, "ready" if check == "ready" else "alive"
 
 
-async def _metrics(consumers: list[Consumer]) -> bytes:
+async def _metrics(consumers: Sequence[Consumer]) -> bytes:
     answers = await _answers(consumers)
     return labelled(
         {c.index: a["metrics"] for c, a in zip(consumers, answers, strict=True) if a is not None}

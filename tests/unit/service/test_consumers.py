@@ -3,8 +3,12 @@ when every consumer process's do, and a consumer process that does not answer fa
 
 from __future__ import annotations
 
+import asyncio
+import json
 import socket
 from typing import Any
+
+import pytest
 
 from referee.service import consumers
 from referee.service.consumers import Consumer
@@ -46,3 +50,31 @@ async def test_a_consumer_process_that_does_not_answer_fails_both_probes() -> No
         )
     for c in silent:
         c.control.close()
+
+
+async def test_an_answer_that_comes_too_late_is_not_taken_for_the_next_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(consumers, "ASK_SECONDS", 0.2)
+    ours, theirs = socket.socketpair()
+    child_reader, child_writer = await asyncio.open_unix_connection(sock=theirs)
+    asked = Consumer(0, pid=0, control=ours)
+
+    async def slow_then_quick() -> None:
+        for delay in (0.5, 0.0):  # the first answer comes after its question timed out
+            number = (await child_reader.readline()).decode().split()[1]
+            await asyncio.sleep(delay)
+            answer = {**good(), "n": number, "metrics": f"answer to {number}"}
+            child_writer.write(json.dumps(answer).encode() + b"\n")
+            await child_writer.drain()
+
+    child = asyncio.create_task(slow_then_quick())
+    assert await asked.ask() is None
+    await asyncio.sleep(0.4)  # the late answer is on the socket now
+    second = await asked.ask()
+    assert second is not None
+    assert second["metrics"] == "answer to 2"
+    await child
+    child_writer.close()
+    assert asked.writer is not None
+    asked.writer.close()
