@@ -11,8 +11,9 @@ own processing step, database pool and relay process. The guarantees are those o
 The instance itself only serves the operations endpoint for all of them and watches them:
 
 - ``/readyz`` and ``/livez`` pass when every consumer process's own checks pass (each is
-  asked over a socket pair, ``q <n>``, and answers one JSON line: ``n``, ``ready``,
-  ``live``, and its ``metrics`` exposition); one that does not answer in time fails them;
+  asked over a socket pair, ``q <n>``, and answers one JSON line: ``n``, ``ready`` and
+  ``live``; asked ``m <n>``, also its ``metrics`` exposition); one that does not answer in
+  time fails them;
 - ``/metrics`` is every consumer process's families, each sample labelled
   ``consumer="<index>"`` (``metrics.labelled``): sum over the label for the instance.
 
@@ -62,12 +63,13 @@ async def answer_instance(service: Service, control: socket.socket) -> None:
     try:
         while line := await reader.readline():
             word, _, number = line.decode().strip().partition(" ")
-            if word != "q":
+            if word not in ("q", "m"):
                 continue
             ready = await service.readiness()
             live = await service.liveness()
-            text = (await service.exposition()).decode()
-            answer = {"n": number, "ready": ready, "live": live, "metrics": text}
+            answer = {"n": number, "ready": ready, "live": live}
+            if word == "m":
+                answer["metrics"] = (await service.exposition()).decode()
             writer.write(json.dumps(answer).encode() + b"\n")
             await writer.drain()
     except ConnectionError:
@@ -93,8 +95,9 @@ class Consumer:
     asking: asyncio.Lock = field(default_factory=asyncio.Lock)
     questions: int = 0
 
-    async def ask(self) -> dict[str, Any] | None:
-        """Its checks and metrics, or None if it does not answer in time.
+    async def ask(self, metrics: bool = False) -> dict[str, Any] | None:
+        """Its checks (and with ``metrics`` its exposition), or None if it does not answer
+        in time.
 
         Each question is numbered: an answer that comes after its question timed out is
         skipped by the next question, which waits for its own."""
@@ -106,7 +109,7 @@ class Consumer:
             self.questions += 1
             number = str(self.questions)
             try:
-                self.writer.write(f"q {number}\n".encode())
+                self.writer.write(f"{'m' if metrics else 'q'} {number}\n".encode())
                 await self.writer.drain()
                 async with asyncio.timeout(ASK_SECONDS):
                     while line := await self.reader.readline():
@@ -212,8 +215,10 @@ async def _stop(consumers: list[Consumer], exits: dict[int, asyncio.Task[int]]) 
             c.control.close()
 
 
-async def _answers(consumers: Sequence[Consumer]) -> list[dict[str, Any] | None]:
-    return list(await asyncio.gather(*(c.ask() for c in consumers)))
+async def _answers(
+    consumers: Sequence[Consumer], metrics: bool = False
+) -> list[dict[str, Any] | None]:
+    return list(await asyncio.gather(*(c.ask(metrics) for c in consumers)))
 
 
 async def _checks(consumers: Sequence[Consumer], check: str) -> tuple[bool, str]:
@@ -231,7 +236,7 @@ async def _checks(consumers: Sequence[Consumer], check: str) -> tuple[bool, str]
 
 
 async def _metrics(consumers: Sequence[Consumer]) -> bytes:
-    answers = await _answers(consumers)
+    answers = await _answers(consumers, metrics=True)
     return labelled(
         {c.index: a["metrics"] for c, a in zip(consumers, answers, strict=True) if a is not None}
     )

@@ -50,18 +50,22 @@ def by_consumer(port: int, name: str) -> dict[str, float]:
 async def test_two_consumer_processes_share_the_partitions_and_publish_everything_once(
     stack: Stack, simulated_log: Path, tmp_path: Path
 ) -> None:
-    await produce(stack.bootstrap, stack.topics.input, keyed_lines(simulated_log))
     process, port = stack.start(extra_env=TWO)
     await wait_ready(port)
     await wait_for("two consumer processes", lambda: len(consumer_pids(process.pid)) == 2)
+
+    def owned() -> list[float]:
+        return sorted(by_consumer(port, "referee_assigned_partitions").values())
+
+    # produced once the group has settled: each consumer process owns two partitions
+    await wait_for("the partitions shared two and two", lambda: owned() == [2.0, 2.0])
+    await produce(stack.bootstrap, stack.topics.input, keyed_lines(simulated_log))
     await final_checks(stack, simulated_log, tmp_path)
 
     judged = await asyncio.to_thread(by_consumer, port, "referee_events_consumed_total")
     assert set(judged) == {"0", "1"}
     assert all(n > 0 for n in judged.values()), f"one process judged nothing: {judged}"
     assert sum(judged.values()) == len(keyed_lines(simulated_log))
-    owned = await asyncio.to_thread(by_consumer, port, "referee_assigned_partitions")
-    assert sorted(owned.values()) == [2.0, 2.0], owned
     leaders = await asyncio.to_thread(by_consumer, port, "referee_relay_leader")
     assert sorted(leaders.values()) == [0.0, 1.0], "one relay leads, in one of the two"
     for path, word in (("/readyz", "ready"), ("/livez", "alive")):
