@@ -65,11 +65,15 @@ async def answer_instance(service: Service, control: socket.socket) -> None:
             word, _, number = line.decode().strip().partition(" ")
             if word not in ("q", "m"):
                 continue
-            ready = await service.readiness()
-            live = await service.liveness()
-            answer = {"n": number, "ready": ready, "live": live}
-            if word == "m":
-                answer["metrics"] = (await service.exposition()).decode()
+            try:
+                ready = await service.readiness()
+                live = await service.liveness()
+                answer = {"n": number, "ready": ready, "live": live}
+                if word == "m":
+                    answer["metrics"] = (await service.exposition()).decode()
+            except Exception:  # an unanswered question fails the probe; the next may pass
+                log.exception("could not answer the instance")
+                continue
             writer.write(json.dumps(answer).encode() + b"\n")
             await writer.drain()
     except ConnectionError:
