@@ -66,12 +66,7 @@ def serve(args: argparse.Namespace) -> int:
         try:
             await app.run()
         except OSError as bind:
-            if bind.errno not in BIND_FAILURES:
-                raise
-            raise UnavailableError(
-                f"cannot listen on {settings.http_host}:{settings.http_port} "
-                f"(REFEREE_HTTP_HOST, REFEREE_HTTP_PORT): {bind.strerror}"
-            ) from bind
+            raise _port_unavailable(settings, bind) from bind
         except KafkaError as kafka:
             raise _kafka_unavailable(settings, kafka) from kafka
         finally:
@@ -112,12 +107,17 @@ def _serve_consumers(
     try:
         return asyncio.run(supervise(settings, consumers))
     except OSError as bind:
-        if bind.errno not in BIND_FAILURES:
-            raise
-        raise UnavailableError(
-            f"cannot listen on {settings.http_host}:{settings.http_port} "
-            f"(REFEREE_HTTP_HOST, REFEREE_HTTP_PORT): {bind.strerror}"
-        ) from bind
+        raise _port_unavailable(settings, bind) from bind
+
+
+def _port_unavailable(settings: Settings, bind: OSError) -> Exception:
+    """The operations port could not be bound: says so (exit 3); any other OSError as is."""
+    if bind.errno not in BIND_FAILURES:
+        return bind
+    return UnavailableError(
+        f"cannot listen on {settings.http_host}:{settings.http_port} "
+        f"(REFEREE_HTTP_HOST, REFEREE_HTTP_PORT): {bind.strerror}"
+    )
 
 
 async def _probe_kafka(settings: Settings) -> None:

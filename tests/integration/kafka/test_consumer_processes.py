@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -47,12 +48,18 @@ def by_consumer(port: int, name: str) -> dict[str, float]:
     return out
 
 
+async def start_two(stack: Stack, name: str) -> tuple[subprocess.Popen[bytes], int]:
+    """Starts an instance of two consumer processes; returns it once both run and it is ready."""
+    process, port = stack.start(name, extra_env=TWO)
+    await wait_ready(port)
+    await wait_for("two consumer processes", lambda: len(consumer_pids(process.pid)) == 2)
+    return process, port
+
+
 async def test_two_consumer_processes_share_the_partitions_and_publish_everything_once(
     stack: Stack, simulated_log: Path, tmp_path: Path
 ) -> None:
-    process, port = stack.start(extra_env=TWO)
-    await wait_ready(port)
-    await wait_for("two consumer processes", lambda: len(consumer_pids(process.pid)) == 2)
+    process, port = await start_two(stack, "referee")
 
     def owned() -> list[float]:
         return sorted(by_consumer(port, "referee_assigned_partitions").values())
@@ -81,9 +88,7 @@ async def test_two_consumer_processes_share_the_partitions_and_publish_everythin
 async def test_a_consumer_process_that_dies_ends_the_instance_and_the_next_one_catches_up(
     stack: Stack, simulated_log: Path, tmp_path: Path
 ) -> None:
-    process, port = stack.start("first", extra_env=TWO)
-    await wait_ready(port)
-    await wait_for("two consumer processes", lambda: len(consumer_pids(process.pid)) == 2)
+    process, _ = await start_two(stack, "first")
     first, second = consumer_pids(process.pid)
     os.kill(first, signal.SIGKILL)
     assert await asyncio.to_thread(process.wait, 60) == 128 + signal.SIGKILL
@@ -97,9 +102,7 @@ async def test_a_consumer_process_that_dies_ends_the_instance_and_the_next_one_c
 async def test_an_instance_killed_takes_its_consumer_processes_with_it(
     stack: Stack, simulated_log: Path, tmp_path: Path
 ) -> None:
-    process, port = stack.start("killed", extra_env=TWO)
-    await wait_ready(port)
-    await wait_for("two consumer processes", lambda: len(consumer_pids(process.pid)) == 2)
+    process, _ = await start_two(stack, "killed")
     pids = consumer_pids(process.pid)
     process.send_signal(signal.SIGKILL)
     await asyncio.to_thread(process.wait)
