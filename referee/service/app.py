@@ -43,6 +43,13 @@ log = logging.getLogger("referee.serve")
 
 RELAY_STOP_SECONDS = 15.0
 
+HEARTBEAT_MOST_MS = 500
+"""The longest interval between the consumer's heartbeats. A member of a stable group learns
+that a rebalance has begun (an instance scaled out, a second consumer process of an instance
+joining a moment after the first) only from its next heartbeat's answer, and the member that
+joined waits, consuming nothing, until then: a fifth of the session timeout (2 s by default)
+was that wait. A heartbeat is one small request to the group coordinator."""
+
 
 async def _raw_batch(message: StreamMessage[Any]) -> Any:
     """Skips FastStream's decoding: the handler reads the raw records, the edge validates."""
@@ -143,7 +150,7 @@ def build(
         batch_timeout_ms=settings.batch_linger_ms,
         auto_offset_reset="earliest",
         session_timeout_ms=settings.kafka_session_timeout_ms,
-        heartbeat_interval_ms=max(300, settings.kafka_session_timeout_ms // 5),
+        heartbeat_interval_ms=min(HEARTBEAT_MOST_MS, settings.kafka_session_timeout_ms // 5),
         ack_policy=AckPolicy.MANUAL,
         decoder=_raw_batch,
         listener=PositionListener(service),

@@ -246,3 +246,19 @@ async def test_arrival_is_the_mean_age_of_the_stamped_records(service: Service) 
     total, count = observed()
     assert count == 1
     assert 2.0 <= total < 10.0, "the age of the one stamped record, not of -1 ms"
+
+
+@pytest.mark.parametrize("session_ms", [1000, 6000, 10_000, 45_000])
+def test_a_member_hears_of_a_rebalance_within_half_a_second(session_ms: int) -> None:
+    """A stable member learns that a rebalance began (a scaled-out instance, a second consumer
+    process joining a moment after the first) only from a heartbeat's answer, and the member
+    that joined consumes nothing until then: the interval is capped, and stays well inside
+    the session timeout (Kafka's guidance: at most a third of it)."""
+    settings = Settings(database_url=NOWHERE, group_id="g", kafka_session_timeout_ms=session_ms)
+    _, built = build(settings, create_engine(NOWHERE))
+    assert built.subscriber is not None
+    options = built.subscriber._connection_args  # what the consumer is given
+    heartbeat = options["heartbeat_interval_ms"]
+    assert options["session_timeout_ms"] == session_ms
+    assert 0 < heartbeat <= 500
+    assert heartbeat * 3 <= session_ms
