@@ -109,8 +109,8 @@ COPY --from=builder --chown=root:root /app /app
 USER 10001:10001
 EXPOSE 8080
 
-# No curl in slim: a stdlib one-liner. Honours REFEREE_HTTP_PORT. /livez fails when
-# the consumer loop or the relay is stuck (/healthz only says the process answers).
+# No curl in slim: a stdlib one-liner. Honours REFEREE_HTTP_PORT. /livez fails when the
+# consumer loop or a partition's publisher is stuck (/healthz only says the process answers).
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import os,urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:%s/livez' % os.environ.get('REFEREE_HTTP_PORT', '8080'), timeout=2); sys.exit(0)"]
 

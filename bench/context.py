@@ -16,6 +16,11 @@ E2E_BATCH = 2000  # the service's default REFEREE_BATCH_SIZE
 
 # Sections measured by hand or by --ab-before, not by the full run: kept as last written.
 AB_SECTION = BENCH / "relay-transactions.md"
+"""Section 6: the A/B of release 0.1's relay transactions (kept as measured then)."""
+OWNER_AB = BENCH / "one-owner-ab.md"
+"""Section 6b: ``--ab-before`` of this release against 0.1 (written by the A/B run)."""
+EXPLAIN_SECTION = BENCH / "explain.md"
+"""Section 8, written by hand from ``bench/explain.py``'s output."""
 EDITION2_AB = BENCH / "edition2-ab.md"
 NOTES = BENCH / "notes.md"
 
@@ -77,7 +82,8 @@ class Logs:
 
     main: Path  # edition 1's log of ``Sizes.games`` games, seed 7
     main_verdicts: Path
-    edition2: Path  # the same games under edition 2's random rules
+    edition2: Path  # the same games under edition 2's random rules: every family, the mix
+    edition2_verdicts: Path
     sweep: Path  # ``Sizes.sweep_games`` games, seed 11
     sweep_verdicts: Path
 

@@ -21,6 +21,8 @@ def simulate_logs(ctx: Context) -> Logs:
     ed2_log = ctx.work / "edition2.jsonl"
     run_cli(["simulate", "--games", str(s.games), "--seed", "7", "--rules", "random", "--output",
              str(ed2_log)])  # fmt: skip
+    ed2_verdicts = ctx.work / "edition2.verdicts.jsonl"
+    run_cli(["replay", str(ed2_log), "--output", str(ed2_verdicts), "--workers", "1"])
     ctx.note(
         f"uv run referee simulate --games {s.games} --seed 7 --rules random --output {ed2_log}"
     )
@@ -47,6 +49,7 @@ def simulate_logs(ctx: Context) -> Logs:
         main=log,
         main_verdicts=verdicts_file,
         edition2=ed2_log,
+        edition2_verdicts=ed2_verdicts,
         sweep=sweep_log,
         sweep_verdicts=sweep_verdicts,
     )

@@ -69,19 +69,6 @@ def proc_status(pid: int) -> dict[str, int]:
     return out
 
 
-def relay_children(pid: int) -> list[int]:
-    """Returns the process ids of the relay processes ``pid`` started
-    (``REFEREE_RELAY_PROCESS``)."""
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            with contextlib.suppress(OSError):
-                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-                if b"referee.service.relay_process" in cmdline:
-                    found.append(int(child))
-    return found
-
-
 def tail(path: Path, n: int = 3000) -> str:
     with contextlib.suppress(OSError):
         return path.read_text(errors="replace")[-n:]
@@ -129,6 +116,7 @@ async def start_serve(
     name: str,
     batch_size: int = 500,
     extra_env: dict[str, str] | None = None,
+    group: str | None = None,
 ) -> Served:
     port = free_port()
     log = ctx.work / f"serve-{name}.log"
@@ -139,7 +127,7 @@ async def start_serve(
         ctx.bootstrap,
         url,
         topics,
-        group=f"bench-{name}-{uuid.uuid4().hex[:6]}",
+        group=group or f"bench-{name}-{uuid.uuid4().hex[:6]}",
         port=port,
         log_path=log,
         batch_size=batch_size,

@@ -8,7 +8,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench.context import Context
 from bench.process import Served, tail
-from referee.service.relay import partition_ids
+from referee.service.tails import partition_ids
 
 
 async def committed_reader(ctx: Context, topic: str) -> AIOKafkaConsumer:

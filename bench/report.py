@@ -8,8 +8,16 @@ import platform
 import statistics
 import subprocess
 from pathlib import Path
+from typing import Any
 
-from bench.context import AB_SECTION, E2E_BATCH, EDITION2_AB, Context
+from bench.context import (
+    AB_SECTION,
+    E2E_BATCH,
+    EDITION2_AB,
+    EXPLAIN_SECTION,
+    OWNER_AB,
+    Context,
+)
 
 
 def machine() -> dict[str, str]:
@@ -115,12 +123,11 @@ STAGES = (
     ("wait", "wait for the batch before to commit"),
     ("copy", "fence and COPY"),
     ("commit", "commit"),
-    ("outbox_hold", "outbox lock held (to the commit's end)"),
     ("offset_commit", "Kafka offset commit (off the batch path)"),
-    ("relay_wake", "relay wake-up after the commit's notification"),
-    ("relay_read", "relay: read the outbox rows"),
-    ("relay_send", "relay: send and wait for every ack"),
-    ("relay_commit", "relay: commit the Kafka transaction"),
+    ("relay_wake", "publisher: the commit to its chunk taken (in memory, no store read)"),
+    ("relay_read", "publisher: read outbox rows from the store (catch-up only)"),
+    ("relay_send", "publisher: send and wait for every ack"),
+    ("relay_commit", "publisher: commit the Kafka transaction"),
     ("referee_batch_seconds", "a batch, received to committed"),
     ("referee_event_to_verdict_seconds", "an event's Kafka timestamp to its verdicts' commit"),
 )
@@ -242,11 +249,16 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
     e2e = r.get("e2e")
     if e2e:
         ce = e2e["ceiling"]["eps"]
-        out.append(throughput_row("3. end to end on Kafka", e2e["serve"]["eps"], ce))
-        mc = e2e.get("consumers")
-        if mc:
-            label = f"3. the same, `REFEREE_CONSUMER_PROCESSES={e2e['consumer_processes']}`"
-            out.append(throughput_row(label, mc["eps"], ce))
+        out.append(throughput_row("3. end to end on Kafka, edition 1", e2e["serve"]["eps"], ce))
+        mix = e2e.get("mix")
+        if mix:
+            out.append(
+                throughput_row(
+                    "3. end to end on Kafka, the mix of every family",
+                    mix["serve"]["eps"],
+                    mix["ceiling"]["eps"],
+                )
+            )
     lat = r.get("latency")
     if lat:
         for at in lat:
@@ -263,6 +275,9 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
                 f" {', '.join(wanted) or '(reported)'} | p50 {at['p50']:.0f} ms,"
                 f" p99 {at['p99']:.0f} ms | | | {status} |"
             )
+    cl = r.get("cluster")
+    if cl:
+        out += cluster_summary(cl["rounds"])
     mem = r.get("memory")
     if mem:
         out.append(
@@ -425,27 +440,34 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
                 f" {sv['steady_eps'] / ce['steady_eps']:.2f} |"
             ),
         ]
-        mc = e2e.get("consumers")
-        if mc:
-            n = e2e["consumer_processes"]
+        mix = e2e.get("mix")
+        if mix:
+            msv, mce = mix["serve"], mix["ceiling"]
             out += [
                 (
-                    f"| (c) `referee serve`, `REFEREE_CONSUMER_PROCESSES={n}` | {mc['eps']:,.0f} |"
-                    f" {', '.join(f'{v:,.0f}' for v in e2e['all_consumers_eps'])} |"
-                    f" {mc['seconds']:.1f} |"
-                    f" {mc['steady_eps']:,.0f} (from /readyz, start-up {mc['startup']:.1f} s) |"
+                    f"| (c) ceiling on the mix ({mix['events']:,} events of every family) |"
+                    f" {mce['eps']:,.0f} |"
+                    f" {', '.join(f'{v:,.0f}' for v in mix['all_ceiling_eps'])} |"
+                    f" {mce['seconds']:.1f} | {mce['steady_eps']:,.0f} (from first record) |"
                 ),
                 (
-                    f"| **(c)/(a)** | **{mc['eps'] / ce['eps']:.2f}** | | |"
-                    f" {mc['steady_eps'] / ce['steady_eps']:.2f} |"
+                    f"| (d) `referee serve` on the mix ({mix['verdicts']:,} verdicts) |"
+                    f" {msv['eps']:,.0f} |"
+                    f" {', '.join(f'{v:,.0f}' for v in mix['all_serve_eps'])} |"
+                    f" {msv['seconds']:.1f} |"
+                    f" {msv['steady_eps']:,.0f} (from /readyz, start-up {msv['startup']:.1f} s) |"
+                ),
+                (
+                    f"| **(d)/(c)** | **{msv['eps'] / mce['eps']:.2f}** | | |"
+                    f" {msv['steady_eps'] / mce['steady_eps']:.2f} |"
                 ),
                 "",
                 (
-                    f"(c) is (b) with {n} consumer processes in the one instance (forked after"
-                    " its start-up, each a member of the group with two of the four partitions,"
-                    " its own pool and relay process: docs/design.md, Consumer processes),"
-                    " measured in the same rounds, (b) and (c) in turns; its verdicts are"
-                    " checked by the end-to-end tests, not here."
+                    f"(c) and (d) are (a) and (b) on `{mix['log']}` (`referee simulate`'s default"
+                    " mix: every family, scoring during play, more verdicts an event), measured"
+                    " after them in the same way; the published verdicts against the in-memory"
+                    " replay's: "
+                    + ("**identical**." if mix["same_verdicts"] else "**they differ**.")
                 ),
             ]
         out.append("")
@@ -456,7 +478,7 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
                 (
                     "From `referee_stage_seconds{stage}` of the same two runs (scraped before"
                     " and after), mean milliseconds per occurrence. The step's stages are per"
-                    " batch; the relay's per pump (one Kafka transaction). Serial is"
+                    " batch; the publishers' per Kafka transaction. Serial is"
                     " `REFEREE_PIPELINE=false`: each batch judged and written before the next"
                     f" is fetched ({serial['eps']:,.0f} events/s); pipelined: the next batch"
                     f" judged while the last commits ({sv['eps']:,.0f} events/s). The first"
@@ -498,13 +520,13 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
         out += ["", f"![latency vs offered load]({img_rel}/latency_vs_load.png)", ""]
         if all("split" in x for x in lat):
             out += [
-                "### 4a'. The tail, split at the relay's send",
+                "### 4a'. The tail, split at the publisher's send",
                 "",
                 (
-                    "Each sampled verdict's latency in two parts, at the relay's send call (the"
-                    " verdict record's timestamp, which the relay's producer stamps when it"
+                    "Each sampled verdict's latency in two parts, at the publisher's send call (the"
+                    " verdict record's timestamp, which the publisher's producer stamps when it"
                     " sends): before it, the referee's path (broker, fetch, judge, write, commit,"
-                    " the relay's wake-up and read); after it, the relay's Kafka transaction and"
+                    " the publisher's wake-up); after it, the publisher's Kafka transaction and"
                     " the benchmark consumer's read_committed fetch. Both parts are read on the"
                     " one clock of this machine, the timestamp in whole milliseconds."
                 ),
@@ -569,61 +591,68 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
             f"| VmHWM with {mem['games']:,} open games | {mem['hwm'] / 1024:,.0f} MiB |",
             f"| VmRSS at the end | {mem['rss'] / 1024:,.0f} MiB |",
             f"| per open game | {mem['per_game'] / 1024:,.1f} KiB |",
-            f"| VmHWM of its relay process | {mem.get('relay_hwm', 0) / 1024:,.0f} MiB |",
             f"| time to process the {mem['events']:,} events | {mem['seconds']:.0f} s |",
             "",
         ]
     if AB_SECTION.exists() and not ctx.options.quick:
         # measured by --ab-before, not by the full run: kept as it was last written
         out += [
-            "## 6. What the relay's Kafka transactions cost",
+            "## 6. What the relay's Kafka transactions cost (release 0.1)",
             "",
             *AB_SECTION.read_text(encoding="utf-8").strip().splitlines(),
             "",
         ]
+    if OWNER_AB.exists() and not ctx.options.quick:
+        # measured by --ab-before, not by the full run: kept as it was last written
+        out += [
+            "## 6b. One partition, one owner against release 0.1 (A/B, end to end)",
+            "",
+            *OWNER_AB.read_text(encoding="utf-8").strip().splitlines(),
+            "",
+        ]
     rl = r.get("relay")
-    if rl or (e2e and "outbox_hold" in e2e["serve"].get("stages", {})):
-        out += ["## 7. The scale ceiling", ""]
-        rows = ["| limit | measured | cluster-wide ceiling |", "|---|---|---|"]
-        if e2e and "outbox_hold" in e2e["serve"].get("stages", {}):
-            hold, batches = e2e["serve"]["stages"]["outbox_hold"]
-            per_batch = e2e["events"] / max(batches, 1)
+    if rl:
+        out += ["## 7. One owner's publishing rate and the scale ceiling", ""]
+        rows = [
+            (
+                "| input partitions (publishers in one instance) | verdicts | seconds |"
+                " verdicts/s | events/s of the mix it keeps up with |"
+            ),
+            "|---|---|---|---|---|",
+        ]
+        for run in rl.get("runs", [rl]):
+            per_event = run["verdicts"] / max(run["events"], 1)
+            rate = run["verdicts_per_second"]
             rows.append(
-                f"| the writers' outbox lock, held per batch (batch of ~{per_batch:,.0f} events)"
-                f" | {hold:.2f} ms | {1000 / hold:,.0f} batches/s ="
-                f" {1000 / hold * per_batch:,.0f} events/s |"
-            )
-        if rl:
-            rate = rl["verdicts_per_second"]
-            ceilings = []
-            if e2e:
-                per_event = e2e["verdicts"] / e2e["events"]
-                ceilings.append(
-                    f"{rate / per_event:,.0f} events/s of the edition-1 log"
-                    f" ({per_event:.3f} verdicts per event)"
-                )
-            if rl.get("events"):
-                per_event = rl["verdicts"] / rl["events"]
-                ceilings.append(
-                    f"{rate / per_event:,.0f} events/s of the edition-2 log"
-                    f" ({per_event:.3f} verdicts per event)"
-                )
-            rows.append(
-                f"| the one relay leader's publishing rate ({rl['verdicts']:,} verdicts in"
-                f" {rl['seconds']:.2f} s) | {rate:,.0f} verdicts/s | {'; '.join(ceilings)} |"
+                f"| {run['partitions']} | {run['verdicts']:,} | {run['seconds']:.2f} |"
+                f" {rate:,.0f} | {rate / per_event:,.0f} ({per_event:.3f} verdicts an event) |"
             )
         out += [
             (
-                "Two things every instance shares: the transaction lock that orders outbox"
-                " positions (each batch holds it from appending its outbox rows to its commit),"
-                " and the relay, which one leader runs. Measured here, on one instance;"
-                ' docs/design.md ("Scale ceiling") says what they mean for N instances and what'
-                " would lift them."
+                "The mix's verdicts judged into a fresh store as records of 1 and of 4 input"
+                " partitions (nothing published), then `referee serve` started on that empty"
+                " input topic: each partition's publisher fences its predecessor, reads its"
+                " output partition's tail and publishes the partition's outbox from the store."
+                " Timed between the first and the last verdict's producer timestamp. No lock"
+                " and no leader is shared between partitions: the cluster's ceiling is one"
+                " owner's rate times the owners, until PostgreSQL or the broker saturates"
+                ' (docs/design.md, "Scale ceiling").'
             ),
             "",
             *rows,
             "",
         ]
+    if EXPLAIN_SECTION.exists():
+        # measured by bench/explain.py, not by the full run: kept as it was last written
+        out += [
+            "## 8. `referee explain`",
+            "",
+            *EXPLAIN_SECTION.read_text(encoding="utf-8").strip().splitlines(),
+            "",
+        ]
+    cl = r.get("cluster")
+    if cl:
+        out += cluster_section(cl["rounds"])
     notes = ctx.results.get("notes")
     if notes:
         out += ["## Observations", "", *notes, ""]
@@ -673,3 +702,88 @@ def render_ab(ctx: Context, info: dict[str, str], load_end: str) -> str:
         ),
     ]
     return "\n".join(out)
+
+
+def _figures(rounds: list[dict[str, Any]], instances: int, key: str) -> list[float]:
+    return [float(x[key]) for x in rounds if x["instances"] == instances]
+
+
+def cluster_summary(rounds: list[dict[str, Any]]) -> list[str]:
+    """The summary's rows of section 9: four instances against one; the kill."""
+    one = _figures(rounds, 1, "p99")
+    many = [x for x in rounds if x["instances"] > 1]
+    if not one or not many:
+        return []
+    four = [float(x["p99"]) for x in many]
+    met = max(four) <= max(one) and min(four) <= min(one)
+    shown = ", ".join(f"{v:.0f}" for v in four)
+    ones = ", ".join(f"{v:.0f}" for v in one)
+    rows = [
+        (
+            f"| 9. {many[0]['instances']} instances, {many[0]['partitions']} partitions,"
+            f" {many[0]['load']:,}/s | p99 <= one instance's, <= 50 ms | p99 {shown} ms |"
+            f" one: {ones} ms | {statistics.median(four) / statistics.median(one):.2f} |"
+            f" {'**met**' if met else '**not met**'} |"
+        )
+    ]
+    kills = [x["kill"] for x in many if "kill" in x]
+    if kills:
+        extra = [k["others_first_p99"] - k["others_before_p99"] for k in kills]
+        rows.append(
+            "| 9. one of them killed: the others' p99, 10 s after | <= steady + 100 ms |"
+            f" +{', +'.join(f'{v:.0f}' for v in extra)} ms | | |"
+            f" {'**met**' if max(extra) <= 100 else '**not met**'} |"
+        )
+    return rows
+
+
+def cluster_section(rounds: list[dict[str, Any]]) -> list[str]:
+    """Section 9: one partition, one owner."""
+    out = [
+        "## 9. One partition, one owner: four instances against one",
+        "",
+        (
+            "Each layout on fresh topics (16 partitions each) and a fresh database, one group;"
+            " a warm-up, then a steady phase at the same load in total, every verdict timed from"
+            " its cause's production (`read_committed`). With four instances the run goes on:"
+            " one instance is SIGKILLed and the load continues; the others' partitions give the"
+            " p99 of the 10 s after the kill and of the 10 s after that, the dead instance's"
+            " partitions how long they waited."
+        ),
+        "",
+        "| instances | load sent (events/s) | verdicts | p50 ms | p99 ms | max ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {x['instances']} | {x['achieved']:,.0f} | {x['verdicts']:,} | {x['p50']:.0f} |"
+        f" {x['p99']:.0f} | {x['max']:.0f} |"
+        for x in rounds
+    ]
+    kills = [x["kill"] for x in rounds if "kill" in x]
+    if kills:
+        out += [
+            "",
+            (
+                "| killed instance's partitions | others' p99 before | others' p99, 10 s after |"
+                " 10-20 s after | its partitions published again after | their longest wait |"
+            ),
+            "|---|---|---|---|---|---|",
+        ]
+        for k in kills:
+            out.append(
+                f"| {', '.join(map(str, k['dead_partitions']))} | {k['others_before_p99']:.0f} ms"
+                f" | {k['others_first_p99']:.0f} ms | {k['others_second_p99']:.0f} ms |"
+                f" {k['dead_resumed_s']:.1f} s | {k['dead_max_ms'] / 1000:.1f} s |"
+            )
+        out += [
+            "",
+            (
+                "The dead instance's partitions wait for the group to notice: the session"
+                " timeout (`REFEREE_KAFKA_SESSION_TIMEOUT_MS`, 6 s in this run), then a"
+                " rebalance in which the sticky assignor moves only the dead member's"
+                " partitions; their new owners fence the old transactional ids, read the"
+                ' output partitions\' tails and publish (docs/design.md, "Failure stays local").'
+            ),
+        ]
+    out.append("")
+    return out

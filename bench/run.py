@@ -54,7 +54,7 @@ def parse(argv: list[str] | None = None) -> Options:
         "--ab-before",
         type=Path,
         help="run only the end-to-end scenario, the code of this source tree (before) against"
-        " this checkout (after), alternating; writes bench/relay-transactions.md",
+        " this checkout (after), alternating; writes bench/one-owner-ab.md",
     )
     parser.add_argument("--rounds", type=int, default=3, help="runs of each code with --ab-before")
     parser.add_argument(

@@ -69,7 +69,11 @@ def plain_url(url: str, database: str | None = None) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-async def fresh_database(ctx: Context, label: str, *, migrate: bool) -> str:
+async def fresh_database(
+    ctx: Context, label: str, *, migrate: bool, env: dict[str, str] | None = None
+) -> str:
+    """A new database, migrated by the referee that ``env`` imports (this checkout's by
+    default: another tree's in an A/B, whose schema may be older)."""
     name = f"bench_{label}_{uuid.uuid4().hex[:8]}"
     conn = await asyncpg.connect(plain_url(ctx.admin_url))
     try:
@@ -85,6 +89,7 @@ async def fresh_database(ctx: Context, label: str, *, migrate: bool) -> str:
             check=True,
             capture_output=True,
             timeout=300,
+            env={**os.environ, **(env or {})},
         )
     return url
 

@@ -12,7 +12,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from bench.context import AB_SECTION, FULL, NOTES, QUICK, ROOT, Context, Options, say
+from bench.context import FULL, NOTES, OWNER_AB, QUICK, ROOT, Context, Options, say
 from bench.logs import simulate_logs
 from bench.process import imported_from, stop_process
 from bench.report import machine, plots, render, render_ab
@@ -58,7 +58,7 @@ def ab_main(ctx: Context) -> int:
             stop_services(ctx)
     load_end = load_average()
     text = render_ab(ctx, info, load_end)
-    output = ctx.options.output or (ctx.work / "ab.md" if ctx.options.quick else AB_SECTION)
+    output = ctx.options.output or (ctx.work / "ab.md" if ctx.options.quick else OWNER_AB)
     output.write_text(text + "\n", encoding="utf-8")
     (ctx.work / "ab-results.json").write_text(json.dumps(ctx.results, indent=2, default=str))
     print(text)

@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from aiokafka import TopicPartition
 from aiokafka.errors import ProducerFenced
 
-from referee.store.relay_store import Backlog, OutboxRow
+from referee.store.outbox_store import OutboxRow
 from referee.store.rows import (
     DeadLetterRow,
     Fenced,
@@ -24,6 +25,7 @@ from referee.store.rows import (
     JournalRow,
     Moved,
     PositionRow,
+    Reserved,
     StepRows,
     StoredGame,
     StoredPrint,
@@ -50,7 +52,10 @@ class FakeStepStore:
     dead_letters: list[DeadLetterRow] = field(default_factory=list)
     positions: list[PositionRow] = field(default_factory=list)
     commits: int = 0
-    next_id: int = 1
+    sequences: dict[str, int] = field(default_factory=dict)
+    """The next number of each sequence (journal ids, verdict and dead-letter positions)."""
+    checkpoints: list[tuple[str, str, int, int]] = field(default_factory=list)
+    """(outbox, topic, partition, position) of every outbox checkpoint."""
     refuse: Callable[[StepRows], BaseException | None] | None = None
     """Called on every append: a failure it returns is raised (a fault of the test's choosing)."""
     before_load_games: Callable[[], Awaitable[None]] | None = None
@@ -81,15 +86,15 @@ class FakeStepStore:
                 lock = self._locks[group_id, f.topic, f.partition]
                 await lock.acquire()
                 held.append(lock)
-                stored = self.stored_position(group_id, f.topic, f.partition)
+                stored = self.position_of(group_id, f.topic, f.partition)
                 if stored != f.expected:
-                    return Written(Moved(f.topic, f.partition, stored), None, 0.0)
+                    return Written(Moved(f.topic, f.partition, stored), 0.0)
             tx = FakeStepTransaction(self)
             await tx.append(rows)
             if self.commit_gate is not None:
                 await self.commit_gate.wait()
             self._commit(tx.staged)
-            return Written(None, None, 0.0)
+            return Written(None, 0.0)
         finally:
             for lock in held:
                 lock.release()
@@ -104,8 +109,50 @@ class FakeStepStore:
     def is_outage(self, exc: BaseException) -> bool:
         return isinstance(exc, FakeOutageError)
 
-    def stored_position(self, group_id: str, topic: str, partition: int) -> int:
+    def sequence(self, name: str, count: int) -> list[int]:
+        """Takes ``count`` numbers of a sequence."""
+        first = self.sequences.get(name, 1)
+        self.sequences[name] = first + count
+        return list(range(first, first + count))
+
+    async def stored_position(self, group_id: str, topic: str, partition: int) -> int:
+        return self.position_of(group_id, topic, partition)
+
+    def position_of(self, group_id: str, topic: str, partition: int) -> int:
         return self.positions_of(group_id, topic, [partition]).get(partition, -1)
+
+    # the publishers' store (the same database)
+
+    async def rows_after(
+        self, outbox: str, topic: str, partition: int, after: int, limit: int
+    ) -> list[OutboxRow]:
+        rows: list[OutboxRow] = []
+        if outbox == "verdicts":
+            rows = [
+                OutboxRow(v.position, v.game_id.encode(), v.body.encode())
+                for v in self.verdicts
+                if (v.source_topic, v.source_partition) == (topic, partition)
+            ]
+        else:
+            rows = [
+                OutboxRow(d.position, d.key, d.body.encode())
+                for d in self.dead_letters
+                if (d.source_topic, d.source_partition) == (topic, partition)
+            ]
+        return sorted(r for r in rows if r.position > after)[:limit]
+
+    async def checkpoint(self, outbox: str, topic: str, partition: int) -> int:
+        return max(
+            (
+                c[3]
+                for c in self.checkpoints
+                if c[:3] in ((outbox, topic, partition), (outbox, topic, -1))
+            ),
+            default=0,
+        )
+
+    async def save_checkpoints(self, topic: str, partition: int, positions: dict[str, int]) -> None:
+        self.checkpoints += [(o, topic, partition, p) for o, p in positions.items()]
 
     def positions_of(self, group_id: str, topic: str, partitions: Iterable[int]) -> dict[int, int]:
         wanted = set(partitions)
@@ -161,11 +208,14 @@ class FakeStepTransaction:
             )
         ]
 
-    async def reserve_journal_ids(self, count: int) -> list[int]:
-        self.store.reservations.append(count)
-        first = self.store.next_id
-        self.store.next_id += count  # a sequence: ids are never given back
-        return list(range(first, first + count))
+    async def reserve_ids(self, journal: int, verdicts: int, dead_letters: int) -> Reserved:
+        self.store.reservations.append(journal)
+        # sequences: numbers are never given back
+        return Reserved(
+            self.store.sequence("journal", journal),
+            self.store.sequence("verdicts", verdicts),
+            self.store.sequence("dead_letters", dead_letters),
+        )
 
     async def append(self, rows: StepRows) -> None:
         if self.store.refuse is not None:
@@ -182,101 +232,7 @@ class FakeStepTransaction:
         self.staged.append(rows)
 
 
-# ------------------------------------------------------------------------------ the relay
-
-
-@dataclass
-class FakeOutbox:
-    """An outbox table: (position, key, body) rows, and the relay's checkpoints of it."""
-
-    rows: list[OutboxRow] = field(default_factory=list)
-    checkpoints: list[int] = field(default_factory=list)
-
-
-@dataclass
-class FakeRelayStore:
-    """The relay's store, in memory: outboxes, checkpoints and the relay lock."""
-
-    outboxes: dict[str, FakeOutbox] = field(
-        default_factory=lambda: {"verdicts": FakeOutbox(), "dead_letters": FakeOutbox()}
-    )
-    holder: FakeRelaySession | None = None
-    """The session holding the relay lock."""
-    listeners: list[Callable[[], None]] = field(default_factory=list)
-
-    def add(self, outbox: str, key: bytes | None, body: bytes, *, notify: bool = True) -> int:
-        """Appends a row; a committed row notifies the listening relay (as NOTIFY does)."""
-        rows = self.outboxes[outbox].rows
-        position = len(rows) + 1
-        rows.append(OutboxRow(position, key, body))
-        if notify:
-            for wake in list(self.listeners):
-                wake()
-        return position
-
-    @asynccontextmanager
-    async def session(self) -> AsyncIterator[FakeRelaySession]:
-        session = FakeRelaySession(self)
-        try:
-            yield session
-        finally:
-            if self.holder is session:  # a closed session gives its lock back
-                self.holder = None
-
-    async def backlog(self, outbox: str, after: int) -> Backlog:
-        return Backlog(sum(1 for r in self.outboxes[outbox].rows if r.position > after), 0.0)
-
-    def sever(self) -> None:
-        """Kills the leader's session (pg_terminate_backend): its lock goes at once."""
-        if self.holder is not None:
-            self.holder.severed = True
-            self.holder = None
-
-
-class FakeRelaySession:
-    """One session of the fake relay store; a severed one fails every call."""
-
-    def __init__(self, store: FakeRelayStore) -> None:
-        self.store = store
-        self.severed = False
-
-    def _alive(self) -> None:
-        if self.severed:
-            raise FakeOutageError("the session was terminated")
-
-    async def try_lead(self) -> bool:
-        self._alive()
-        if self.store.holder is None:
-            self.store.holder = self
-            return True
-        return self.store.holder is self
-
-    async def release(self) -> None:
-        self._alive()
-        if self.store.holder is self:
-            self.store.holder = None
-
-    async def listen(self, wake: Callable[[], None]) -> None:
-        self._alive()
-        self.store.listeners.append(wake)
-        self._wake = wake
-
-    async def unlisten(self) -> None:
-        wake = getattr(self, "_wake", None)
-        if wake is not None and wake in self.store.listeners:
-            self.store.listeners.remove(wake)
-
-    async def checkpoint(self, outbox: str) -> int:
-        self._alive()
-        return max(self.store.outboxes[outbox].checkpoints, default=0)
-
-    async def rows_after(self, outbox: str, cursor: int, limit: int) -> list[OutboxRow]:
-        self._alive()
-        return [r for r in self.store.outboxes[outbox].rows if r.position > cursor][:limit]
-
-    async def save_checkpoint(self, outbox: str, position: int) -> None:
-        self._alive()
-        self.store.outboxes[outbox].checkpoints.append(position)
+# ------------------------------------------------------------------------- the publishers
 
 
 Record = tuple[str, int, bytes | None, bytes, int]
@@ -285,30 +241,47 @@ Record = tuple[str, int, bytes | None, bytes, int]
 
 @dataclass
 class FakeBroker:
-    """Topics of a fixed partition count, and one transactional id's epochs: a producer that
-    starts fences every earlier one (its open transaction is aborted, its commit refused)."""
+    """Topics of a fixed partition count, and the epochs of every transactional id: a producer
+    that starts fences every earlier one of its id (its open transaction is aborted, its later
+    sends and commits refused)."""
 
     partitions: int = 4
     committed: list[Record] = field(default_factory=list)
-    epoch: int = 0
+    epochs: dict[str, int] = field(default_factory=dict)
     aborted: int = 0
+    started: list[str] = field(default_factory=list)
+    """The transactional id of every producer started, in order."""
 
 
 class FakeProducer:
-    """A transactional producer on the fake broker; can be told to fail a send."""
+    """A transactional producer on the fake broker; can be told to fail a send, or to wait at a
+    gate before it commits (a transaction left open as long as a test likes)."""
 
-    def __init__(self, broker: FakeBroker, fail_at: int | None = None) -> None:
+    def __init__(
+        self,
+        broker: FakeBroker,
+        transactional_id: str,
+        fail_at: int | None = None,
+        commit_gate: asyncio.Event | None = None,
+    ) -> None:
         self.broker = broker
+        self.transactional_id = transactional_id
         self.fail_at = fail_at
+        self.commit_gate = commit_gate
         self.epoch = -1
         self.pending: list[Record] = []
         self.calls: list[str] = []
         self.sent = 0
 
+    def _fenced(self) -> bool:
+        return self.epoch != self.broker.epochs.get(self.transactional_id)
+
     async def start(self) -> None:
         self.calls.append("start")
-        self.broker.epoch += 1
-        self.epoch = self.broker.epoch
+        epoch = self.broker.epochs.get(self.transactional_id, 0) + 1
+        self.broker.epochs[self.transactional_id] = epoch
+        self.broker.started.append(self.transactional_id)
+        self.epoch = epoch
 
     async def stop(self) -> None:
         self.calls.append("stop")
@@ -319,7 +292,9 @@ class FakeProducer:
 
     async def commit_transaction(self) -> None:
         self.calls.append("commit")
-        if self.epoch != self.broker.epoch:
+        if self.commit_gate is not None:
+            await self.commit_gate.wait()
+        if self._fenced():
             self.broker.aborted += len(self.pending)
             self.pending = []
             raise ProducerFenced()
@@ -342,7 +317,9 @@ class FakeProducer:
     ) -> asyncio.Future[None]:
         self.calls.append("send")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self.fail_at is not None and self.sent == self.fail_at:
+        if self._fenced():
+            future.set_exception(ProducerFenced())
+        elif self.fail_at is not None and self.sent == self.fail_at:
             future.set_exception(RuntimeError("broker said no"))
         else:
             position = int(dict(headers or [])["outbox-position"])
@@ -358,10 +335,14 @@ class FakeTails:
 
     def __init__(self, broker: FakeBroker) -> None:
         self.broker = broker
+        self.reads = 0
 
-    async def read(self, topic: str) -> tuple[int, dict[int, int]]:
-        last: dict[int, int] = {}
-        for t, partition, _, _, position in self.broker.committed:
-            if t == topic:
-                last[partition] = max(last.get(partition, 0), position)
-        return self.broker.partitions, last
+    async def read(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        self.reads += 1
+        wanted = set(partitions)
+        last: dict[TopicPartition, int] = {}
+        for topic, partition, _, _, position in self.broker.committed:
+            tp = TopicPartition(topic, partition)
+            if tp in wanted:
+                last[tp] = max(last.get(tp, 0), position)
+        return last

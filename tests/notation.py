@@ -19,7 +19,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from referee.domain.events import End, GameStarted, Passed, RoundStarted, TileDrawn, TilePlayed
+from referee.domain.events import (
+    Action,
+    End,
+    GameStarted,
+    Passed,
+    RoundStarted,
+    TileDrawn,
+    TilePlayed,
+)
 from referee.domain.fouls import FoulKind
 from referee.domain.judge import Judgement, judge
 from referee.domain.layout import Layout
@@ -240,20 +248,26 @@ def pass_(game: GameState, player: str, rnd: int | None = None) -> Judgement:
     return judge(game, Passed(_round_of(game, rnd), player))
 
 
-def act(game: GameState, line: str) -> Judgement:
-    """Judges one action written ``"bob plays 3-4 left"``, ``"bob plays 3-4 on mexican"``,
-    ``"bob draws 1-2"``, ``"bob passes"``."""
+def action(game: GameState, line: str) -> Action:
+    """Returns the action written ``"bob plays 3-4 left"``, ``"bob plays 3-4 on mexican"``,
+    ``"bob plays 3-4 left on bob"`` (both places), ``"bob draws 1-2"``, ``"bob passes"``."""
     words = line.split()
     player, verb = words[0], words[1]
+    number = _round_of(game, None)
     if verb == "plays":
-        if len(words) > 4 and words[3] == "on":
-            return play(game, player, words[2], train=words[4])
-        return play(game, player, words[2], words[3] if len(words) > 3 else None)
+        end = End(words[3]) if len(words) > 3 and words[3] != "on" else None
+        train = words[words.index("on") + 1] if "on" in words else None
+        return TilePlayed(number, player, raw(words[2]), end, train)
     if verb == "draws":
-        return draw(game, player, words[2])
+        return TileDrawn(number, player, raw(words[2]))
     if verb == "passes":
-        return pass_(game, player)
+        return Passed(number, player)
     raise ValueError(f"cannot read {line!r}")
+
+
+def act(game: GameState, line: str) -> Judgement:
+    """Judges one action written as ``action`` reads it."""
+    return judge(game, action(game, line))
 
 
 def steps(game: GameState, *lines: str) -> tuple[GameState, list[tuple[Verdict, ...]]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from bench.context import Context
-from bench.scenarios import e2e, latency, memory, relay, replay, replay2, store, sweep
+from bench.scenarios import cluster, e2e, latency, memory, relay, replay, replay2, store, sweep
 
 Scenario = Callable[[Context], Awaitable[None]]
 
@@ -25,4 +25,5 @@ SCENARIOS: dict[str, Scenario] = {
     "sweep": sweep.run,
     "memory": memory.run,
     "relay": relay.run,
+    "cluster": cluster.run,
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -21,9 +22,6 @@ from bench.services import fresh_database, fresh_topics, make_topics
 from referee.contracts.wire import EnvelopeProbe
 from referee.store.rows import JOURNAL_COLUMNS
 from tools.testkit.kafkatools import Topics, keyed_lines, produce
-
-CONSUMER_PROCESSES = 2
-"""``REFEREE_CONSUMER_PROCESSES`` of the second ``serve`` measured: one a core here."""
 
 
 async def kafka_ceiling(
@@ -83,7 +81,7 @@ async def serve_run(
     extra_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Runs ``referee serve`` on a full input topic until every verdict is published."""
-    url = await fresh_database(ctx, name, migrate=True)
+    url = await fresh_database(ctx, name, migrate=True, env=extra_env)
     await make_topics(ctx, [topics.verdicts, topics.dlq])
     served = await start_serve(
         ctx, url, topics, name=name, batch_size=batch_size, extra_env=extra_env
@@ -108,10 +106,25 @@ async def serve_run(
 
 
 async def run(ctx: Context) -> None:
-    """The main log end to end through ``referee serve`` (REFEREE_BATCH_SIZE=E2E_BATCH)."""
+    """Edition 1's log and the mix of every family end to end through ``referee serve``
+    (REFEREE_BATCH_SIZE=E2E_BATCH), each against its own ceiling."""
     say("3. end to end on Kafka")
     logs = ctx.shared_logs()
-    log, verdicts_file = logs.main, logs.main_verdicts
+    result = await measure_log(ctx, logs.main, logs.main_verdicts, "edition 1", serial=True)
+    result["mix"] = await measure_log(ctx, logs.edition2, logs.edition2_verdicts, "mix")
+    ctx.results["e2e"] = result
+    ctx.note(
+        f"REFEREE_BATCH_SIZE={E2E_BATCH} ... uv run referee serve"
+        "   # see bench/scenarios/e2e.py:serve_run"
+    )
+
+
+async def measure_log(
+    ctx: Context, log: Path, verdicts_file: Path, label: str, *, serial: bool = False
+) -> dict[str, Any]:
+    """One log's figures: the ceiling and ``serve`` alternating, best of ``repeats`` each;
+    with ``serial``, the broker's warm-up before and the serial breakdown after."""
+    say(f"   {label}: {log.name}")
     expected_verdicts = count_lines(verdicts_file)
     topics = fresh_topics()
     await make_topics(ctx, [topics.input])
@@ -124,7 +137,7 @@ async def run(ctx: Context) -> None:
     # compiler spends 0.5-1.2 s of CPU in each of the first serve rounds (transactions,
     # read_committed fetches), on one of two cores, and 0.1-0.4 s from the fifth on
     # (bench/notes.md); a broker in service has compiled those paths long ago.
-    for attempt in range(ctx.sizes.e2e_warmups):
+    for attempt in range(ctx.sizes.e2e_warmups if serial else 0):
         warm_url = await fresh_database(ctx, f"kwarm{attempt}", migrate=True)
         await kafka_ceiling(ctx, warm_url, topics.input, len(records), E2E_BATCH)
         warm = await serve_run(
@@ -138,75 +151,49 @@ async def run(ctx: Context) -> None:
         say(f"   warm-up {attempt + 1}: referee serve {warm['eps']:,.0f} events/s (not counted)")
     # The ceiling and the referee alternate, best of ``repeats`` each, as the store replay
     # and the in-memory replay are measured: one run of either moves by 20% here.
-    # Each round: the ceiling, then ``serve`` with one consumer process and with
-    # CONSUMER_PROCESSES, in turns (one first in even rounds, the other in odd ones).
     ceilings: list[dict[str, Any]] = []
     runs: list[tuple[dict[str, Any], Topics]] = []
-    multi: list[dict[str, Any]] = []
     for attempt in range(ctx.sizes.repeats):
         ceil_url = await fresh_database(ctx, f"kceil{attempt}", migrate=True)
         ceilings.append(await kafka_ceiling(ctx, ceil_url, topics.input, len(records), E2E_BATCH))
         say(f"   ceiling: {ceilings[-1]['eps']:,.0f} events/s")
-        for processes in (1, CONSUMER_PROCESSES) if attempt % 2 == 0 else (CONSUMER_PROCESSES, 1):
-            if processes == 1:
-                run_topics = topics if attempt == 0 else fresh_topics(topics.input)
-                one = await serve_run(
-                    ctx, run_topics, len(records), expected_verdicts, E2E_BATCH, f"e2e{attempt}"
-                )
-                runs.append((one, run_topics))
-                say(f"   referee serve: {one['eps']:,.0f} events/s ({one['seconds']:.1f} s)")
-                continue
-            multi.append(
-                await serve_run(
-                    ctx,
-                    fresh_topics(topics.input),
-                    len(records),
-                    expected_verdicts,
-                    E2E_BATCH,
-                    f"e2e-consumers{attempt}",
-                    extra_env={"REFEREE_CONSUMER_PROCESSES": str(processes)},
-                )
-            )
-            say(
-                f"   referee serve, {processes} consumer processes:"
-                f" {multi[-1]['eps']:,.0f} events/s ({multi[-1]['seconds']:.1f} s)"
-            )
+        run_topics = topics if attempt == 0 else fresh_topics(topics.input)
+        one = await serve_run(
+            ctx, run_topics, len(records), expected_verdicts, E2E_BATCH, f"e2e{attempt}"
+        )
+        runs.append((one, run_topics))
+        say(f"   referee serve: {one['eps']:,.0f} events/s ({one['seconds']:.1f} s)")
     ceiling = max(ceilings, key=lambda c: float(c["eps"]))
-    run, topics = max(runs, key=lambda r: float(r[0]["eps"]))
-    # the breakdown before the pipeline: the same run with each batch written before the next
-    serial_topics = fresh_topics(topics.input)
-    serial = await serve_run(
-        ctx,
-        serial_topics,
-        len(records),
-        expected_verdicts,
-        E2E_BATCH,
-        "e2e-serial",
-        extra_env={"REFEREE_PIPELINE": "false"},
-    )
-    say(f"   referee serve, serial: {serial['eps']:,.0f} events/s")
+    best, best_topics = max(runs, key=lambda r: float(r[0]["eps"]))
+    result: dict[str, Any] = {}
+    if serial:
+        # the breakdown before the pipeline: the same run with each batch written before the next
+        result["serial"] = await serve_run(
+            ctx,
+            fresh_topics(topics.input),
+            len(records),
+            expected_verdicts,
+            E2E_BATCH,
+            "e2e-serial",
+            extra_env={"REFEREE_PIPELINE": "false"},
+        )
+        say(f"   referee serve, serial: {result['serial']['eps']:,.0f} events/s")
     # plausibility: the published verdicts are exactly those of the in-memory replay
-    published = await drain_values(ctx, topics.verdicts, expected_verdicts)
+    published = await drain_values(ctx, best_topics.verdicts, expected_verdicts)
     replayed = sorted((await asyncio.to_thread(verdicts_file.read_bytes)).splitlines())
     same = sorted(published) == replayed
     say(f"   verdict topic == in-memory replay verdicts: {same}")
-    ctx.results["e2e"] = {
+    return {
+        **result,
+        "log": log.name,
         "events": len(records),
         "verdicts": expected_verdicts,
         "produce_eps": produce_eps,
         "ceiling": ceiling,
-        "serve": run,
-        "serial": serial,
+        "serve": best,
         "all_serve_eps": [r["eps"] for r, _ in runs],
         "all_ceiling_eps": [c["eps"] for c in ceilings],
-        "consumer_processes": CONSUMER_PROCESSES,
-        "consumers": max(multi, key=lambda r: float(r["eps"])),
-        "all_consumers_eps": [r["eps"] for r in multi],
         "same_verdicts": same,
         "partitions": 4,
-        "warmups": ctx.sizes.e2e_warmups,
+        "warmups": ctx.sizes.e2e_warmups if serial else 0,
     }
-    ctx.note(
-        f"REFEREE_BATCH_SIZE={E2E_BATCH} ... uv run referee serve"
-        "   # see bench/scenarios/e2e.py:serve_run"
-    )

@@ -18,7 +18,7 @@ from bench.process import start_serve, stop_process, tail
 from bench.scrape import means, snapshot
 from bench.services import fresh_database, fresh_topics, make_topics
 from referee.processing.referee import Referee
-from referee.service.relay import partition_ids
+from referee.service.tails import partition_ids
 from referee.simulate import SimulationOptions, simulate
 
 Line = tuple[bytes, bytes, str, int]  # (key, value, game id, seq)

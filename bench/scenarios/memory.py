@@ -9,7 +9,7 @@ import time
 import asyncpg
 
 from bench.context import Context, say
-from bench.process import proc_status, relay_children, start_serve, stop_process, tail
+from bench.process import proc_status, start_serve, stop_process, tail
 from bench.services import fresh_database, fresh_topics, make_topics
 from referee.simulate import SimulationOptions, _game
 from tools.testkit.kafkatools import produce
@@ -66,7 +66,6 @@ async def run(ctx: Context) -> None:
             await asyncio.sleep(0.5)
         seconds = time.perf_counter() - started
         after = proc_status(served.process.pid)
-        relay = [proc_status(pid) for pid in relay_children(served.process.pid)]
     finally:
         stop_process(served.process)
     if done < len(lines):
@@ -78,10 +77,6 @@ async def run(ctx: Context) -> None:
         "hwm": after["VmHWM"],
         "rss": after["VmRSS"],
         "per_game": (after["VmHWM"] - idle["VmHWM"]) * 1024 / games,
-        "relay_hwm": sum(r["VmHWM"] for r in relay),
         "seconds": seconds,
     }
-    say(
-        f"   VmHWM {after['VmHWM'] / 1024:,.0f} MiB (idle {idle['VmHWM'] / 1024:,.0f} MiB),"
-        f" its relay process {ctx.results['memory']['relay_hwm'] / 1024:,.0f} MiB"
-    )
+    say(f"   VmHWM {after['VmHWM'] / 1024:,.0f} MiB (idle {idle['VmHWM'] / 1024:,.0f} MiB)")

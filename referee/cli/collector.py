@@ -3,11 +3,10 @@
 A batch of the step allocates a few container objects an event (its records, the journal
 rows, the lists that carry them), nearly all acyclic and short-lived; CPython's default
 thresholds (700, 10, 10) then run ten young collections a 2,000-event batch and, every so
-often, a full collection that walks every game held in the hot cache. Measured here, a store
-replay of the 208,110-event log: 2,019 young, 183 middle and 16 full collections, and 22.4-26.2
-µs of the process's CPU an event; with these settings 16 young collections, none else, and
-16.5-18.8 µs (docs/benchmarks.md, section 2). Reference cycles are still collected, only less
-often; the young generation bounds how many objects wait for it.
+often, a full collection that walks every game held in the hot cache. Fewer, larger young
+collections cost a quarter less CPU an event (bench/notes.md has the measurement). Reference
+cycles are still collected, only less often; the young generation bounds how many objects
+wait for it.
 """
 
 from __future__ import annotations

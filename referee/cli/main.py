@@ -204,6 +204,23 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
     audit.set_defaults(handler=_audit)
 
+    partitions = command(
+        "partitions",
+        "the input topic's partitions in Kafka and in the store; --accept records a new count",
+    )
+    _database_flags(partitions)
+    partitions.add_argument(
+        "--accept",
+        action="store_true",
+        help="record the input topic's partition count (after partitions were added), once "
+        "every record of the old partitions is processed (docs/runbook.md)",
+    )
+    partitions.set_defaults(handler=_partitions)
+
+    explain = command("explain", "the evidence behind every verdict, with the rule it applies")
+    _explain_flags(explain)
+    explain.set_defaults(handler=_explain)
+
     demo = command("demo", "referee the bundled example into the embedded store")
     demo.add_argument(
         "log", nargs="?", default=str(EXAMPLE_LOG), metavar="LOG", help="the event log"
@@ -279,6 +296,49 @@ def _database_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _explain_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "log", nargs="?", metavar="LOG", help="the event log (- for stdin); or --database"
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--database",
+        nargs="?",
+        const="",
+        metavar="URL",
+        help="explain the store's journal, read as audit reads it (without a URL: "
+        "$REFEREE_DATABASE_URL)",
+    )
+    where.add_argument("--embedded", action="store_true", help="the embedded PostgreSQL's journal")
+    parser.add_argument("--game", metavar="ID", help="only this game")
+    parser.add_argument(
+        "--seq", type=integer(1), metavar="N", help="only the verdicts of this event (with --game)"
+    )
+    parser.add_argument(
+        "--as",
+        dest="reader",
+        metavar="WHO",
+        help="a player's view (their own hand; every hand once a round is over) or "
+        "'spectator' (no hand before its round ends); default: the auditor's, every hand",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON object a verdict (schemas/Explanation)"
+    )
+    parser.add_argument("--output", type=Path, help="default: stdout")
+    parser.add_argument(
+        "--max-event-bytes",
+        type=integer(1, MAX_EVENT_BYTES_CAP, "64 MiB"),
+        default=DEFAULT_MAX_EVENT_BYTES,
+        help="size limit per event, as the log was replayed with",
+    )
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from referee.cli.explain import explain
+
+    return explain(args)
+
+
 def _migrate(args: argparse.Namespace) -> int:
     from referee.cli.store_commands import migrate
 
@@ -289,6 +349,12 @@ def _audit(args: argparse.Namespace) -> int:
     from referee.cli.store_commands import audit
 
     return audit(args)
+
+
+def _partitions(args: argparse.Namespace) -> int:
+    from referee.cli.partitions import partitions
+
+    return partitions(args)
 
 
 def _demo(args: argparse.Namespace) -> int:

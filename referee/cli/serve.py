@@ -12,16 +12,12 @@ import asyncio
 import contextlib
 import errno
 import logging
-import socket
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
 from referee.cli.collector import tune
-from referee.cli.errors import EXIT_OK, CommandError, UnavailableError
+from referee.cli.errors import EXIT_OK, UnavailableError
 from referee.cli.store_commands import (
-    Database,
     _migrate_to_newest,
     choose_database,
     probe_schema,
@@ -58,10 +54,11 @@ def serve(args: argparse.Namespace) -> int:
     )
 
     from referee.service.app import build
+    from referee.service.takeover import TopicsRefused
 
-    async def run(control: socket.socket | None = None) -> None:
+    async def run() -> None:
         engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
-        app, service = build(settings, engine, db.url, control)
+        app, service = build(settings, engine)
         tune()
         try:
             await app.run()
@@ -69,6 +66,8 @@ def serve(args: argparse.Namespace) -> int:
             raise _port_unavailable(settings, bind) from bind
         except KafkaError as kafka:
             raise _kafka_unavailable(settings, kafka) from kafka
+        except TopicsRefused as refused:
+            raise UnavailableError(str(refused)) from refused
         finally:
             # after a failed start the ops port and the engine are still open
             if service.ops is not None:
@@ -76,38 +75,9 @@ def serve(args: argparse.Namespace) -> int:
                     await service.ops.stop()
             await engine.dispose()
 
-    if settings.consumer_processes > 1:
-        return _serve_consumers(settings, db, run)
     with reaching(db):
         asyncio.run(run())
     return EXIT_OK
-
-
-def _serve_consumers(
-    settings: Settings,
-    db: Database,
-    run: Callable[[socket.socket], Coroutine[Any, Any, None]],
-) -> int:
-    """Forks the consumer processes (``REFEREE_CONSUMER_PROCESSES``), each running ``run``,
-    and serves the probes and /metrics for them (``service/consumers.py``)."""
-    from referee.service.consumers import fork_consumers, supervise
-
-    log = logging.getLogger("referee.serve")
-
-    def consume(index: int, control: socket.socket) -> int:
-        try:
-            with reaching(db):
-                asyncio.run(run(control))
-        except CommandError as failed:
-            log.error("consumer process %d: %s", index, failed.message)  # noqa: TRY400 - one line, as main() reports it
-            return failed.code
-        return EXIT_OK
-
-    consumers = fork_consumers(settings.consumer_processes, consume)
-    try:
-        return asyncio.run(supervise(settings, consumers))
-    except OSError as bind:
-        raise _port_unavailable(settings, bind) from bind
 
 
 def _port_unavailable(settings: Settings, bind: OSError) -> Exception:

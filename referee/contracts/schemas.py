@@ -18,6 +18,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from referee.contracts.examples import examples
+from referee.contracts.explanation import ExplanationWire, explanation_examples
 from referee.contracts.rejection import EventRejected
 from referee.contracts.verdicts import VERDICTS
 from referee.contracts.wire import INPUT_EVENTS
@@ -32,10 +33,12 @@ def _public(name: str) -> str:
 
 def _rename_refs(node: Any) -> Any:
     if isinstance(node, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in node.items():
             if key == "$ref" and isinstance(value, str):
                 out[key] = "#/$defs/" + _public(value.rsplit("/", 1)[1])
+            elif key == "mapping" and isinstance(value, dict):  # a discriminator's
+                out[key] = {k: "#/$defs/" + _public(v.rsplit("/", 1)[1]) for k, v in value.items()}
             elif key == "title" and isinstance(value, str):
                 out[key] = _public(value)
             else:
@@ -150,8 +153,11 @@ def _describe_members(defs: dict[str, Any], enums: list[type[enum.Enum]]) -> Non
             node["description"] = node.get("description", "") + "\n\n" + "\n".join(lines)
 
 
-def schema_for(model: type[msgspec.Struct]) -> dict[str, Any]:
-    """Returns the standalone JSON Schema document of one message type."""
+def schema_for(
+    model: type[msgspec.Struct], given: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Returns the standalone JSON Schema document of one message type (its examples from
+    the scenarios, unless ``given``)."""
     raw = msgspec.json.schema(model)
     defs = {_public(k): _rename_refs(v) for k, v in raw["$defs"].items()}
     structs, enums = _types_in(model)
@@ -166,7 +172,7 @@ def schema_for(model: type[msgspec.Struct]) -> dict[str, Any]:
         "$schema": DRAFT,
         "$id": f"{BASE_ID}{name}.schema.json",
         **body,
-        "examples": examples()[name],
+        "examples": examples()[name] if given is None else given,
     }
     if defs:
         doc["$defs"] = defs
@@ -176,7 +182,10 @@ def schema_for(model: type[msgspec.Struct]) -> dict[str, Any]:
 def all_schemas() -> dict[str, dict[str, Any]]:
     """Returns every schema document by message name."""
     models: list[type[msgspec.Struct]] = [*INPUT_EVENTS, *VERDICTS, EventRejected]
-    return {_public(m.__name__): schema_for(m) for m in models}
+    schemas = {_public(m.__name__): schema_for(m) for m in models}
+    # not a message on a topic: what `referee explain --json` writes, a line a verdict
+    schemas["Explanation"] = schema_for(ExplanationWire, explanation_examples())
+    return schemas
 
 
 def render(doc: dict[str, Any]) -> str:

@@ -125,10 +125,6 @@ TeamId = Annotated[
     ),
 ]
 
-_new = tuple.__new__
-"""Builds a domain event (a named tuple) from all its fields, without its generated
-``__new__``: the actions are converted once per input event."""
-
 
 _T = TypeVar("_T")
 
@@ -511,9 +507,8 @@ class TilePlayedWire(WireEvent, tag="TilePlayed", frozen=True):
     def to_domain(self) -> domain.TilePlayed:
         """Returns the event as the judge sees it."""
         train = self.train
-        return _new(
-            domain.TilePlayed,
-            (self.round, self.player, self.tile, self.end, None if train is UNSET else train),
+        return domain.tile_played(
+            self.round, self.player, self.tile, self.end, None if train is UNSET else train
         )
 
 
@@ -537,7 +532,7 @@ class TileDrawnWire(WireEvent, tag="TileDrawn", frozen=True):
 
     def to_domain(self) -> domain.TileDrawn:
         """Returns the event as the judge sees it."""
-        return _new(domain.TileDrawn, (self.round, self.player, self.tile))
+        return domain.tile_drawn(self.round, self.player, self.tile)
 
 
 class PassedWire(WireEvent, tag="Passed", frozen=True):
@@ -553,7 +548,7 @@ class PassedWire(WireEvent, tag="Passed", frozen=True):
 
     def to_domain(self) -> domain.Passed:
         """Returns the event as the judge sees it."""
-        return _new(domain.Passed, (self.round, self.player))
+        return domain.passed(self.round, self.player)
 
 
 InputEvent = GameStartedWire | RoundStartedWire | TilePlayedWire | TileDrawnWire | PassedWire

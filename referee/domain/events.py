@@ -72,6 +72,29 @@ class Passed(NamedTuple):
     player: str
 
 
+_new = tuple.__new__
+
+
+def tile_played(
+    round_number: int, player: str, tile: Tile, end: End | None, train: str | None = None
+) -> TilePlayed:
+    """Returns the play of these fields, exactly as ``TilePlayed(...)`` would.
+
+    The edge converts every input event once; these builders skip the named tuples'
+    generated ``__new__`` (a test holds each to the plain constructor)."""
+    return _new(TilePlayed, (round_number, player, tile, end, train))
+
+
+def tile_drawn(round_number: int, player: str, tile: Tile) -> TileDrawn:
+    """Returns the draw of these fields, exactly as ``TileDrawn(...)`` would."""
+    return _new(TileDrawn, (round_number, player, tile))
+
+
+def passed(round_number: int, player: str) -> Passed:
+    """Returns the pass of these fields, exactly as ``Passed(...)`` would."""
+    return _new(Passed, (round_number, player))
+
+
 Action = TilePlayed | TileDrawn | Passed
 """What a player does during a round."""
 

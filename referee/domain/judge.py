@@ -55,7 +55,6 @@ NO_VERDICTS: tuple[Verdict, ...] = ()
 # Hot-path constants. Reading a member off an enum class costs 100-200 ns in CPython 3.11 (the
 # metaclass makes it a slow attribute lookup), several times a module global; the judge reads
 # these on nearly every event.
-_new = tuple.__new__  # a state built without its named tuple's generated __new__ (state.py)
 _FULL_ROUND = BlockConfirmation.FULL_ROUND
 _NO_DRAW = DrawRule.NONE
 _DRAW_ONCE = DrawRule.ONCE
@@ -297,20 +296,14 @@ def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Ju
         return _rejected(game, seat, placed)
     layout: Layout = placed  # type: ignore[assignment]  # not a foul, so a layout
     played = hand ^ bit
-    # round_state(...) and game.with_round(...) written out: a call less each, per play
-    after = _new(
-        RoundState,
-        (
-            rnd.round_number,
-            (*hands[:seat], played, *hands[seat + 1 :]),
-            boneyard,
-            layout,
-            # A pending double keeps the turn with its player, who may draw again (trains).
-            seat if layout.double_pending else (seat + 1) % len(game.players),
-            False,  # drew
-            (),  # chain: a play breaks any confirmation chain
-            False,  # ended
-        ),
+    after = round_state(
+        rnd.round_number,
+        (*hands[:seat], played, *hands[seat + 1 :]),
+        boneyard,
+        layout,
+        # A pending double keeps the turn with its player, who may draw again (trains).
+        seat if layout.double_pending else (seat + 1) % len(game.players),
+        (),  # chain: a play breaks any confirmation chain
     )
     rules = game.rules
     verdicts = NO_VERDICTS
@@ -320,8 +313,7 @@ def _play(game: GameState, rnd: RoundState, seat: int, action: TilePlayed) -> Ju
         return _end_round(game, after, seat, RoundEnd.DOMINO, verdicts)
     if rules.block_confirmation is _FULL_ROUND:
         # No block can follow a play in this mode: the chain is empty.
-        players, _, seats, teams, scores, _, winner = game
-        return _new(GameState, (players, rules, seats, teams, scores, after, winner)), verdicts
+        return game.with_round(after), verdicts
     return _after_applied(game, after, seat, verdicts)
 
 
@@ -367,18 +359,13 @@ def _draw(game: GameState, rnd: RoundState, seat: int, action: TileDrawn) -> Jud
     if rules.draw_while_able is _DRAWING_FOULS and hand & layout.playable(seat):
         game, foul = _foul(game, seat, FoulKind.DRAW_WHILE_ABLE)
         verdicts = (foul,)
-    after = _new(
-        RoundState,
-        (
-            rnd.round_number,
-            (*hands[:seat], hand | bit, *hands[seat + 1 :]),
-            boneyard ^ bit,
-            layout,
-            seat,
-            True,  # drew
-            (),  # chain
-            False,  # ended
-        ),
+    after = round_state(
+        rnd.round_number,
+        (*hands[:seat], hand | bit, *hands[seat + 1 :]),
+        boneyard ^ bit,
+        layout,
+        seat,
+        drew=True,
     )
     return _after_applied(game, after, seat, verdicts)
 
@@ -399,18 +386,13 @@ def _pass(game: GameState, rnd: RoundState, seat: int) -> Judgement:
         verdicts = (recorded,)
     passed = layout.passed(seat)  # trains: the passer's train opens
     restart = CONTINUE if passed is layout else passed.restart(layout, seat)
-    after = _new(
-        RoundState,
-        (
-            rnd.round_number,
-            rnd.hand_masks,
-            rnd.boneyard_mask,
-            passed,
-            (seat + 1) % len(game.players),
-            False,  # drew
-            extend_chain(rnd.chain, seat, foul is None and exhausted, restart),
-            False,  # ended
-        ),
+    after = round_state(
+        rnd.round_number,
+        rnd.hand_masks,
+        rnd.boneyard_mask,
+        passed,
+        (seat + 1) % len(game.players),
+        extend_chain(rnd.chain, seat, foul is None and exhausted, restart),
     )
     return _after_applied(game, after, seat, verdicts)
 

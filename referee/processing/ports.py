@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from referee.store.rows import Fenced, StepRows, StoredGame, StoredPrint, Written
+from referee.store.rows import Fenced, Reserved, StepRows, StoredGame, StoredPrint, Written
 
 
 class StepReads(Protocol):
@@ -27,8 +27,9 @@ class StepReads(Protocol):
     ) -> list[StoredPrint]:
         """Returns what took these (game, seq) and (game, event id) places."""
 
-    async def reserve_journal_ids(self, count: int) -> list[int]:
-        """Returns ``count`` fresh journal ids, ascending (never given out again)."""
+    async def reserve_ids(self, journal: int, verdicts: int, dead_letters: int) -> Reserved:
+        """Returns fresh journal ids and verdict and dead-letter positions, each ascending
+        (never given out again)."""
 
 
 class StepStore(Protocol):

@@ -1,124 +1,48 @@
 """The processing step: a batch of raw records in, one PostgreSQL transaction out.
 
 Validate, deduplicate against what is stored, fold each game (from the hot cache, or from
-its newest projection version on a miss), and append journal, projection, verdicts, dead
-letters and consumer positions in one transaction. The positions are the truth about what
-was processed: after a crash at any instant, a restart from them gives exactly the rows of a
-run that never crashed.
+its newest projection version on a miss), and append journal, projection, the input
+partitions' outboxes and consumer positions in one transaction. The positions are the truth
+about what was processed: after a crash at any instant, a restart from them gives exactly
+the rows of a run that never crashed.
 
 Batches can be pipelined (``submit``): batch N+1 is judged while batch N's transaction is in
-flight, and written once N has committed, so the CPU judges while PostgreSQL writes.
-docs/design.md, "Pipelining", says why that keeps every guarantee.
+flight, and written once N has committed. docs/design.md, "Pipelining", says why that keeps
+every guarantee. The cache (``cache.py``), the numbering (``ids.py``), the rows
+(``appends.py``) and the isolation of a failing record (``isolation.py``) are modules of their
+own; this one is the pipeline.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed
-from referee.contracts.rejection import Source
-from referee.contracts.state_codec import decode_state, encode_state
-from referee.contracts.verdicts import encode_canonical
+from referee.contracts.state_codec import decode_state
 from referee.contracts.wire import InputEvent
-from referee.processing.ledger import Fingerprint, GameLedger, event_print
-from referee.processing.outcome import Outcome, Processed, Tally
-from referee.processing.ports import StepReads, StepStore
-from referee.processing.referee import Referee, failure_detail
-from referee.store.rows import (
-    DeadLetterRow,
-    Fenced,
-    GameVersionRow,
-    JournalRow,
-    PositionRow,
-    StepRows,
-    VerdictRow,
-    Written,
+from referee.processing import appends
+from referee.processing.appends import build_rows, outbox_counts
+from referee.processing.cache import GameCache
+from referee.processing.ids import IdPool
+from referee.processing.isolation import isolating
+from referee.processing.ledger import Fingerprint, GameLedger
+from referee.processing.outcome import Processed, Tally
+from referee.processing.ports import StepStore
+from referee.processing.records import (
+    InputRecord,
+    OutboxChunk,
+    Partition,
+    PositionMoved,
+    StepResult,
+    chunks_of,
 )
+from referee.processing.referee import Referee
+from referee.store.rows import Fenced, StepRows, Written
 
-log = logging.getLogger("referee.step")
-
-_OUTCOME_TEXT = {o: o.value for o in Outcome}
-
-
-def _key_of(game_id: str | None) -> bytes | None:
-    return None if game_id is None else game_id.encode()
-
-
-class InputRecord(NamedTuple):
-    """One raw input record and where it came from."""
-
-    raw: bytes
-    topic: str
-    partition: int
-    offset: int
-    source: Source
-    key: bytes | None = None
-    """The record's key as received (Kafka); the dead letter keeps it."""
-    timestamp_ms: int | None = None
-    """The record's Kafka timestamp (for the event-to-verdict latency), if it has one."""
-
-
-@dataclass(slots=True)
-class StepResult:
-    """What one step appended (for publishing, metrics and tests)."""
-
-    processed: list[tuple[InputRecord, Processed]] = field(default_factory=list)
-    skipped: int = 0
-    """Records at or below the stored position: already processed before."""
-    transactions: int = 0
-    """Transactions committed (more than one when a failing record had to be isolated)."""
-    started: float = field(default_factory=time.monotonic)
-    """When the batch was received (monotonic seconds)."""
-
-    def extend(self, other: StepResult) -> None:
-        """Adds what another part of the same batch appended."""
-        self.processed += other.processed
-        self.skipped += other.skipped
-        self.transactions += other.transactions
-
-
-class PositionMoved(Exception):  # noqa: N818 - a fact, like the events
-    """Another consumer committed this partition further than this one knew: it must re-seek."""
-
-    def __init__(self, topic: str, partition: int, stored: int, expected: int) -> None:
-        super().__init__(
-            f"{topic}[{partition}] is at {stored} in the store, this consumer expected {expected}"
-        )
-        self.topic = topic
-        self.partition = partition
-        self.stored = stored
-
-
-Partition = tuple[str, int]
-
-JOURNAL_ID_BLOCK = 1_000
-"""Journal ids reserved at a time, at least: a small live batch then reads nothing from the
-store when its games are cached (one round trip and one connection checkout less a batch)."""
-
-JOURNAL_ID_BATCHES = 4
-"""A reservation covers this many batches the size of the one asking, if that is more than
-``JOURNAL_ID_BLOCK``: batches of 2,000 then read ids once in four batches rather than each
-time (the round trip, about 1.7 ms for 2,000 ids here, waits on the pipelined write's turns of
-the event loop, 5-10 ms; bench/notes.md). A restart leaves at most one reservation unused
-(the sequence has gaps anyway)."""
-
-YIELD_AFTER = 0.001
-"""Seconds of decoding, judging or row building between two yields to the event loop, so the
-write in flight, the consumer's fetches and heartbeats and the probes go on while a batch is
-judged, however long its records take (a hostile record at the size limit takes up to ~20 ms
-at the edge; a batch of them would otherwise hold the loop for tens of seconds).
-
-Each of the write's round trips waits for a yield twice (its answer is read at one, the write
-goes on at the next), so this bounds how long the write in flight takes: traced here at 5 ms,
-PostgreSQL's end of the journal COPY was seen 12.5 ms later on average, and the next batch
-then waited 13-15 ms for it; at 1 ms, 2.9 ms later, and the wait fell to 4-5 ms
-(bench/notes.md, "The morning of 2026-12-02, a trace"). A yield costs tens of microseconds."""
+__all__ = ["InputRecord", "PositionMoved", "ProcessingStep", "StepResult"]
 
 
 @dataclass(slots=True)
@@ -137,13 +61,24 @@ class _Judged:
 
 
 OnCommitted = Callable[[StepResult], None]
-"""Called when a batch's transaction has committed (to wake the relay, count, commit offsets)."""
+"""Called when a batch's transaction has committed (to count, to commit offsets)."""
+
+OnAppended = Callable[[list[OutboxChunk]], None]
+"""Called at once after every transaction that commits, in commit order, with what it
+appended to each input partition's outbox (the partitions' publishers go on from there)."""
 
 StageObserver = Callable[[str, float], None]
 """Told how long each stage of a batch took (stage name, seconds), for the breakdown:
-``decode`` (the edge), ``load`` (games and prints read, journal ids reserved), ``judge``,
-``rows``, ``wait`` (for the write before it), ``copy`` (fence and appends), ``commit``, and
-``outbox_hold`` (the writers' outbox lock held, from taking it to the commit's end)."""
+``decode`` (the edge), ``load`` (games and prints read, numbers reserved), ``judge``,
+``rows``, ``wait`` (for the write before it), ``copy`` (fence and appends), ``commit``."""
+
+
+def _unobserved(stage: str, seconds: float) -> None:
+    """Observes nothing (no breakdown asked for)."""
+
+
+def _unannounced(chunks: list[OutboxChunk]) -> None:
+    """Hands the outbox to nobody (a replay into the store: nothing is published)."""
 
 
 class ProcessingStep:
@@ -157,15 +92,17 @@ class ProcessingStep:
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         cache_games: int = 100_000,
         on_committed: OnCommitted | None = None,
+        on_appended: OnAppended | None = None,
         observe: StageObserver | None = None,
     ) -> None:
         self.store = store
         self.group_id = group_id
         self.referee = Referee(max_event_bytes, eager_prints=True)
-        self.cache_games = cache_games
+        self.cache = GameCache(self.referee.games, cache_games)
+        self.ids = IdPool()
         self.on_committed = on_committed
+        self.on_appended: OnAppended = on_appended or _unannounced
         self.observe: StageObserver = observe or _unobserved
-        self._recency: OrderedDict[str, None] = OrderedDict()
         self._lock = asyncio.Lock()
         """Held while a batch is judged or settled; the rebalance listener waits for it."""
         self.positions: dict[Partition, int] = {}
@@ -174,43 +111,62 @@ class ProcessingStep:
         self.committed: dict[Partition, int] = {}
         """The last offset known committed, per (topic, partition)."""
         self._in_flight: tuple[_Judged, asyncio.Task[None]] | None = None
-        self._ids: list[int] = []
-        """Journal ids reserved and not yet used, ascending (``JOURNAL_ID_BLOCK``)."""
 
-    async def forget_partitions(self, partitions: set[Partition]) -> None:
-        """Drops what this instance knew of partitions it no longer owns.
+    # --- partitions come and go ------------------------------------------------------------
 
-        It waits for the batch in flight (judged, and written): the rebalance listener runs
-        concurrently with the batch handler, and a cache emptied under a batch would make it
-        judge from missing state. Game states need no finer dropping: a game missing from the
-        cache is reloaded from its newest projection version.
+    async def pause(self) -> None:
+        """Settles the batch in flight and drops the numbers in hand: the partitions are being
+        reassigned (what is known of them stays until ``take_partitions``)."""
+        async with self._lock:
+            await self._settle()
+            self.ids.clear()
+
+    async def take_partitions(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        """Makes these the partitions of ``topic`` this step owns; returns their stored
+        positions (absent: nothing stored).
+
+        A partition it owned before and finds where it left it keeps its cached games (no
+        other writer touched them); any other partition it knew is forgotten, games and all.
         """
         async with self._lock:
             await self._settle()
-            self._ids.clear()
+            self.ids.clear()
+            stored = await self.store.load_positions(self.group_id, topic, partitions)
+            owned = {(topic, p) for p in partitions}
+            stale = {tp for tp in self.committed if tp[0] == topic and tp not in owned}
+            for p in partitions:
+                now = stored.get(p, -1)
+                if self.committed.get((topic, p), now) != now:
+                    stale.add((topic, p))
+                self.positions[topic, p] = self.committed[topic, p] = now
+            for tp in stale - owned:
+                self.positions.pop(tp, None)
+                self.committed.pop(tp, None)
+            self.cache.evict_partitions(stale)
+            return stored
+
+    async def forget_partitions(self, partitions: set[Partition]) -> None:
+        """Drops what this instance knew of partitions it no longer owns (their games too)."""
+        async with self._lock:
+            await self._settle()
+            self.ids.clear()
             for tp in partitions:
                 self.positions.pop(tp, None)
                 self.committed.pop(tp, None)
-            self.referee.games.clear()
-            self._recency.clear()
+            self.cache.evict_partitions(set(partitions))
 
     async def load_positions(self, topic: str, partitions: list[int]) -> dict[int, int]:
         """Reads the stored positions of these partitions (and remembers them)."""
         async with self._lock:
             await self._settle()
-            self._ids.clear()
+            self.ids.clear()
             return await self._read_positions(topic, partitions)
+
+    # --- batches ---------------------------------------------------------------------------
 
     async def process(self, records: list[InputRecord]) -> StepResult:
         """Processes a batch in one transaction, waiting for it; on failure nothing is kept,
-        not even cache.
-
-        A batch that fails for another reason than a database outage holds a record the
-        referee cannot process (a defect): the batch is split in halves, each processed in its
-        own transaction, until the failing record is alone; that record is quarantined
-        (journaled and dead-lettered as ``internal_error``, taking no place) and the rest go
-        on. An outage is raised for the caller to retry, and nothing is quarantined.
-        """
+        not even cache. A record it cannot process is isolated (``isolation.py``)."""
         async with self._lock:
             await self._settle()
             return await self._isolating(records)
@@ -242,8 +198,8 @@ class ProcessingStep:
             elif not consumed:
                 write = asyncio.create_task(self._write(judged, announce=True))
                 self._in_flight = (judged, write)
-                # Let the write send its first statement now, before the consumer hands over
-                # the next batch (fetched and unpacked without a yield: 3-4 ms traced here).
+                # Let the write send its first statement before the consumer hands over the
+                # next batch (fetched and unpacked without a yield).
                 await asyncio.sleep(0)
 
     async def settle(self) -> None:
@@ -281,29 +237,25 @@ class ProcessingStep:
     async def _write(self, judged: _Judged, *, announce: bool) -> None:
         started = time.perf_counter()
         written = await self._fenced(judged.expected, judged.rows)
-        ended = time.perf_counter()
-        locked = written.locked
         self.observe("copy", written.appended - started)
-        self.observe("commit", ended - written.appended)
-        if locked is not None:  # how long every writer's outbox rows waited on this batch
-            self.observe("outbox_hold", ended - locked)
+        self.observe("commit", time.perf_counter() - written.appended)
         if announce and self.on_committed is not None:
-            # at once: the relay publishes (and metrics count) without waiting for the
-            # next batch; the cache is settled later, under the lock
+            # at once: metrics count without waiting for the next batch; the cache is
+            # settled later, under the lock
             self.on_committed(judged.result)
 
     def _kept(self, judged: _Judged, pinned: set[str]) -> None:
         committed = self.committed
         for position in judged.rows.positions:  # each partition's last record of the batch
             committed[position.topic, position.partition] = position.offset
-        self._trim(judged.touched, pinned)
+        self.cache.trim(judged.touched, pinned)
 
     def _undo(self, *batches: _Judged | None) -> None:
         """Forgets every effect of judged batches whose write failed: their games (evicted,
         to be loaded again as stored), their positions and their counts."""
         judged = [b for b in batches if b is not None]
         for b in judged:
-            self._evict(b.touched)
+            self.cache.evict(b.touched)
         self.referee.tally = judged[0].counted
         self.positions = dict(self.committed)
 
@@ -311,27 +263,10 @@ class ProcessingStep:
         if self.on_committed is not None and (result.processed or result.skipped):
             self.on_committed(result)
 
-    # --- one batch ---------------------------------------------------------------------------
+    # --- one batch -------------------------------------------------------------------------
 
     async def _isolating(self, records: list[InputRecord]) -> StepResult:
-        try:
-            return await self._process(records)
-        except PositionMoved:
-            raise
-        except Exception as exc:
-            if self.store.is_outage(exc):
-                raise
-            failure = exc
-        if len(records) == 1:
-            return await self._quarantine(records[0], failure_detail(failure))
-        log.warning(
-            "batch failed on a record; isolating it",
-            extra={"records": len(records), "error": f"{type(failure).__name__}: {failure}"},
-        )
-        half = len(records) // 2
-        result = await self._isolating(records[:half])
-        result.extend(await self._isolating(records[half:]))
-        return result
+        return await isolating(records, self._process, self._quarantine, self.store.is_outage)
 
     async def _quarantine(self, record: InputRecord, detail: str) -> StepResult:
         """Appends a record the referee failed on as rejected (``internal_error``), alone."""
@@ -341,10 +276,9 @@ class ProcessingStep:
         if record.offset <= self.positions[tp]:
             result.skipped = 1
             return result
-        ids = await self._take_ids(None, 1)
         processed = self.referee.quarantine(record.raw, record.source, detail)
         result.processed = [(record, processed)]
-        await self._fenced({tp: self.positions[tp]}, await self._rows(result.processed, ids))
+        await self._fenced({tp: self.positions[tp]}, await self._rows(result.processed))
         result.transactions = 1
         self.positions[tp] = self.committed[tp] = record.offset
         return result
@@ -375,34 +309,40 @@ class ProcessingStep:
         parsed: list[InputEvent | Unparsed] = []
         parse = referee.parse
         clock = time.perf_counter
-        slice_end = decoding + YIELD_AFTER
+        slice_end = decoding + appends.YIELD_AFTER
         for r in fresh:
             parsed.append(parse(r.raw))
             if clock() > slice_end:
                 await asyncio.sleep(0)
-                slice_end = clock() + YIELD_AFTER
+                slice_end = clock() + appends.YIELD_AFTER
         self.observe("decode", clock() - decoding)
-        touched = {g for p in parsed if (g := p.game_id) is not None}
+        placed = {
+            g: (r.topic, r.partition)
+            for r, p in zip(fresh, parsed, strict=True)
+            if (g := p.game_id) is not None
+        }
+        self.cache.place(placed)
+        touched = set(placed)
         counted = referee.tally.copy()
         try:
             started = time.perf_counter()
-            ids = await self._read(parsed, touched, len(fresh))
+            await self._read(parsed, touched, len(fresh))
             loaded = time.perf_counter()
             processed = result.processed
             apply = referee.apply
-            slice_end = clock() + YIELD_AFTER
+            slice_end = clock() + appends.YIELD_AFTER
             for record, event in zip(fresh, parsed, strict=True):
                 processed.append((record, apply(record.raw, record.source, event)))
                 if clock() > slice_end:
                     await asyncio.sleep(0)
-                    slice_end = clock() + YIELD_AFTER
+                    slice_end = clock() + appends.YIELD_AFTER
             judged = time.perf_counter()
-            rows = await self._rows(processed, ids)
+            rows = await self._rows(processed)
             self.observe("load", loaded - started)
             self.observe("judge", judged - loaded)
             self.observe("rows", time.perf_counter() - judged)
         except BaseException:
-            self._evict(touched)
+            self.cache.evict(touched)
             referee.tally = counted
             raise
         # The position rows hold each partition's last record of the batch: the stored
@@ -416,7 +356,7 @@ class ProcessingStep:
 
     async def _fenced(self, expected: dict[Partition, int], rows: StepRows) -> Written:
         """Writes rows in one transaction fenced by the batch's partitions: it locks each
-        and checks nobody moved it.
+        and checks nobody moved it; announces the outbox rows once it has committed.
 
         After a rebalance, the old owner may still be committing a batch of a partition the
         new owner has started on; the lock serialises them and the check makes the second one
@@ -428,13 +368,17 @@ class ProcessingStep:
         written = await self.store.write(self.group_id, fence, rows)
         moved = written.moved
         if moved is not None:
-            # Another writer numbered records after every id in hand: ids from a block
-            # reserved before would put this consumer's next records before its in the journal.
-            self._ids.clear()
+            # Another writer numbered records after every number in hand: those reserved
+            # before would put this consumer's next rows before its in the journal and the
+            # partition's outbox. Its games may have moved on too.
+            self.ids.clear()
             self.committed[moved.topic, moved.partition] = moved.stored
+            self.cache.evict_partitions({(moved.topic, moved.partition)})
             raise PositionMoved(
                 moved.topic, moved.partition, moved.stored, expected[moved.topic, moved.partition]
             )
+        if self.on_appended is not _unannounced:
+            self.on_appended(chunks_of(expected, rows))
         return written
 
     async def _read_positions(self, topic: str, partitions: list[int]) -> dict[int, int]:
@@ -455,16 +399,17 @@ class ProcessingStep:
 
     async def _read(
         self, parsed: list[InputEvent | Unparsed], touched: set[str], count: int
-    ) -> list[int]:
+    ) -> None:
         """Loads what the batch needs of the store (games missing from the cache, the prints
-        of places a cached game does not hold) and returns ``count`` journal ids; a batch of
-        cached games, with ids left in hand, reads nothing and opens no connection."""
+        of places a cached game does not hold) and reserves numbers for ``count`` records if
+        too few are in hand; a batch of cached games, with numbers in hand, reads nothing and
+        opens no connection."""
         games = self.referee.games
         absent = sorted(g for g in touched if g not in games)
         # With every game cached, the prints wanted are known now; else once they are loaded.
         wanted = None if absent else self._wanted_prints(parsed, touched)
-        if wanted is not None and not any(wanted) and len(self._ids) >= count:
-            return await self._take_ids(None, count)  # in hand: no connection
+        if wanted is not None and not any(wanted) and self.ids.has(count, count, count):
+            return  # in hand: no connection
         async with self.store.reads() as tx:
             if wanted is None:
                 for stored in await tx.load_games(absent):
@@ -477,29 +422,27 @@ class ProcessingStep:
                 for row in await tx.load_prints(seqs, event_ids):
                     ledger = games[row.game_id]
                     ledger.remember(row.seq, row.event_id, Fingerprint(row.fingerprint))
-            return await self._take_ids(tx, count)
+            await self.ids.top_up(tx, count, count, count)
 
-    async def _take_ids(self, tx: StepReads | None, count: int) -> list[int]:
-        """Takes ``count`` journal ids from those in hand, reserving a block first (by
-        ``tx``, or a connection of its own) when too few are left.
-
-        Ids stay ascending in processing order: a block is reserved after every id in hand
-        (a sequence only grows), and the ids in hand are dropped whenever partitions are
-        assigned or revoked and whenever a write finds a partition moved by another writer,
-        so a partition's new owner (or an old owner going on after it) uses ids reserved
-        after the other's last.
-        """
-        pool = self._ids
-        if len(pool) < count:
-            wanted = max(count - len(pool), JOURNAL_ID_BLOCK, JOURNAL_ID_BATCHES * count)
-            if tx is None:
-                async with self.store.reads() as reads:
-                    pool += await reads.reserve_journal_ids(wanted)
-            else:
-                pool += await tx.reserve_journal_ids(wanted)
-        taken = pool[:count]
-        del pool[:count]
-        return taken
+    async def _rows(self, processed: list[tuple[InputRecord, Processed]]) -> StepRows:
+        """Numbers and builds the rows of judged records (reserving more numbers first, on a
+        connection of its own, in the rare batch that gives more verdicts than records)."""
+        verdicts, dead = outbox_counts(processed)
+        ids = self.ids
+        if not ids.has(len(processed), verdicts, dead):
+            async with self.store.reads() as reads:
+                await ids.top_up(reads, len(processed), verdicts, dead)
+        journal_ids = ids.take_journal_ids(len(processed))
+        verdict_positions, dead_positions = ids.take_positions(verdicts, dead)
+        return await build_rows(
+            processed,
+            self.referee.games,
+            self.group_id,
+            self.referee.max_event_bytes,
+            journal_ids,
+            verdict_positions,
+            dead_positions,
+        )
 
     def _wanted_prints(
         self, parsed: list[InputEvent | Unparsed], touched: set[str]
@@ -526,111 +469,3 @@ class ProcessingStep:
             if p.event_id is not None:
                 event_ids.append((game_id, p.event_id))
         return seqs, event_ids
-
-    async def _rows(
-        self, processed: list[tuple[InputRecord, Processed]], ids: list[int]
-    ) -> StepRows:
-        rows = StepRows()
-        clock = time.perf_counter
-        slice_end = clock() + YIELD_AFTER
-        last_of_game: dict[str, int] = {}
-        last_of_partition: dict[tuple[str, int], tuple[int, int]] = {}
-        games = self.referee.games
-        max_event_bytes = self.referee.max_event_bytes
-        journal = rows.journal.append
-        # The rows are built by their typed constructors, so mypy holds each field to its
-        # column; the outcome's text comes from a table (an enum's .value is a descriptor).
-        for journal_id, (record, p) in zip(ids, processed, strict=True):
-            rejection = p.rejection
-            content = p.content
-            game_id = p.game_id
-            took_place = p.took_place
-            if isinstance(content, Fingerprint):  # fingerprinted as it was judged
-                fp = content  # (where it took a place, its ledger holds that already)
-            else:
-                fp = event_print(content)
-                if took_place and game_id is not None and p.seq is not None:
-                    games[game_id].settle(p.seq, p.event_id, record.raw, fp)
-            journal(
-                JournalRow(
-                    journal_id,
-                    record.topic,
-                    record.partition,
-                    record.offset,
-                    game_id,
-                    p.seq,
-                    p.event_id,
-                    p.event_type,
-                    _OUTCOME_TEXT[p.outcome],
-                    None if rejection is None else rejection.reason.value,
-                    took_place,
-                    fp,
-                    record.raw,
-                    max_event_bytes,
-                )
-            )
-            if took_place and game_id is not None and p.seq is not None:
-                last_of_game[game_id] = journal_id
-            for v in p.verdicts:
-                rows.verdicts.append(
-                    VerdictRow(
-                        v.verdict_id,
-                        v.game_id,
-                        v.__struct_config__.tag,  # type: ignore[arg-type]
-                        v.cause_seq,
-                        journal_id,
-                        encode_canonical(v).decode(),
-                    )
-                )
-            if rejection is not None:
-                rows.dead_letters.append(
-                    DeadLetterRow(
-                        journal_id,
-                        record.key if record.key is not None else _key_of(game_id),
-                        rejection.reason.value,
-                        encode_canonical(rejection).decode(),
-                    )
-                )
-            last_of_partition[record.topic, record.partition] = (record.offset, journal_id)
-            if clock() > slice_end:
-                await asyncio.sleep(0)
-                slice_end = clock() + YIELD_AFTER
-        for game_id, journal_id in last_of_game.items():
-            ledger = games[game_id]
-            rows.versions.append(
-                GameVersionRow(
-                    game_id, ledger.last_seq, encode_state(ledger.state).decode(), journal_id
-                )
-            )
-        for (topic, partition), (offset, journal_id) in last_of_partition.items():
-            rows.positions.append(PositionRow(self.group_id, topic, partition, offset, journal_id))
-        return rows
-
-    def _evict(self, game_ids: set[str]) -> None:
-        for g in game_ids:
-            self.referee.games.pop(g, None)
-            self._recency.pop(g, None)
-
-    def _trim(self, touched: set[str], pinned: set[str]) -> None:
-        """Marks the games of a committed batch most recent (those it started included), then
-        drops the least recent beyond the bound, never a game of the batch judged next
-        (``pinned``): its write is not settled, so the store does not hold its state yet."""
-        games = self.referee.games
-        recency = self._recency
-        for g in touched:
-            if g in games:
-                recency[g] = None
-                recency.move_to_end(g)
-        kept: list[str] = []
-        while len(recency) > self.cache_games:
-            oldest, _ = recency.popitem(last=False)
-            if oldest in pinned:
-                kept.append(oldest)
-            else:
-                games.pop(oldest, None)
-        for g in kept:
-            recency[g] = None
-
-
-def _unobserved(stage: str, seconds: float) -> None:
-    """Observes nothing (no breakdown asked for)."""

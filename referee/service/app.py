@@ -1,99 +1,91 @@
-"""``referee serve``: the FastStream application around the processing step, wired.
+"""``referee serve``: the FastStream application around the processing step, composed.
 
-It consumes the game-event topic in batches as one consumer group, feeds each batch to the
-processing step's pipeline (``batch.py``), and runs the relay that publishes the verdict and
-dead-letter outboxes (``relay.py``): by default in a child process of its own
-(``relay_process.py``, ``REFEREE_RELAY_PROCESS``), else on this event loop. Offsets belong
-to the database: on every assignment the consumer seeks to the stored position + 1
-(``listener.py``); Kafka's committed offsets are written for lag monitoring only.
+One process, one job: the consumer of the game-event topic (one member of the group), the
+processing step it feeds batch by batch (``batch.py``), and the publishers of the input
+partitions it owns (``publisher.py``). Offsets belong to the database: on every assignment
+the consumer seeks to the stored position + 1 (``listener.py``); Kafka's committed offsets
+are written for lag monitoring only.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import socket
-from collections.abc import Callable, Coroutine
-from itertools import chain
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
-from aiokafka.structs import ConsumerRecord
+from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from faststream import AckPolicy, FastStream
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 from faststream.kafka.prometheus import KafkaPrometheusMiddleware
+from faststream.kafka.subscriber.usecase import BatchSubscriber
 from faststream.message import StreamMessage
+from faststream.security import BaseSecurity
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.processing.step import ProcessingStep
 from referee.service.batch import BatchHandler
-from referee.service.consumers import answer_instance
 from referee.service.http import OpsServer
-from referee.service.kafka_options import kafka_security
-from referee.service.lag import watch_lag
+from referee.service.kafka_options import consumer_options, kafka_security, publisher_producers
 from referee.service.listener import PositionListener
 from referee.service.metrics import Metrics
-from referee.service.relay_process import RelayProcess, make_relay, outboxes
-from referee.service.runtime import Relay, Service
+from referee.service.poll import without_idle_sleep
+from referee.service.publisher import Outbox, Publishers, Publishing
+from referee.service.runtime import Service
 from referee.service.settings import Settings
+from referee.service.tails import TopicTails
+from referee.service.takeover import Preflight
+from referee.store.outbox_store import PostgresOutboxStore
 from referee.store.step_store import PostgresStepStore
 
-log = logging.getLogger("referee.serve")
 
-RELAY_STOP_SECONDS = 15.0
-
-HEARTBEAT_MOST_MS = 500
-"""The longest interval between the consumer's heartbeats. A member of a stable group learns
-that a rebalance has begun (an instance scaled out, a second consumer process of an instance
-joining a moment after the first) only from its next heartbeat's answer, and the member that
-joined waits, consuming nothing, until then: a fifth of the session timeout (2 s by default)
-was that wait. A heartbeat is one small request to the group coordinator."""
-
-
-async def _raw_batch(message: StreamMessage[Any]) -> Any:
-    """Skips FastStream's decoding: the handler reads the raw records, the edge validates."""
-    return message.body
-
-
-Batch = tuple[ConsumerRecord[bytes, bytes], ...]
-Poll = Callable[[AIOKafkaConsumer], Coroutine[Any, Any, Batch]]
-
-
-def batch_poll(timeout_ms: int, max_records: int) -> Poll:
-    """The subscriber's poll for the next batch, without FastStream's sleep after an empty one.
-
-    ``getmany`` returns as soon as a record is buffered, or empty after ``timeout_ms``.
-    FastStream's batch subscriber then sleeps ``timeout_ms`` more before it polls again: a
-    record that arrives during that sleep waits up to ``timeout_ms`` (half the time, at a
-    quiet table). This poll only returns the empty batch; the consume loop polls again at
-    once, checking in between whether it is stopping. The wait for idle records is
-    ``getmany``'s own, so the loop still sleeps in the consumer while nothing arrives.
-    """
-
-    async def get_msg(consumer: AIOKafkaConsumer) -> Batch:
-        got = await consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
-        return tuple(chain.from_iterable(got.values()))
-
-    return get_msg
-
-
-def build(
-    settings: Settings,
-    engine: AsyncEngine,
-    database_url: str | None = None,
-    control: socket.socket | None = None,
-) -> tuple[FastStream, Service]:
-    """Wires the broker, the subscriber, the publishers, the relay and the ops server.
-
-    ``database_url`` is the database of ``engine`` (the settings' by default), for a relay
-    in a process of its own. With ``control``, this is one consumer process of an instance
-    (``consumers.py``): no ops server; the instance asks over ``control`` for what its
-    probes and /metrics say."""
+def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]:
+    """Composes the broker, the consumer, the step, the publishers and the ops server."""
     security = kafka_security(settings)
     metrics = Metrics(
         revision=settings.build_revision, topics=(settings.verdict_topic, settings.dlq_topic)
     )
+    broker = _broker(settings, security, metrics)
+    publishing, preflight = _publishing(settings, security, engine, metrics)
+    publishers = Publishers(publishing)
+    step = ProcessingStep(
+        PostgresStepStore(engine),
+        settings.group_id,
+        max_event_bytes=settings.max_event_bytes,
+        cache_games=settings.cache_games,
+        on_appended=publishers.appended,
+        observe=metrics.observe_stage,
+    )
+    service = Service(settings, engine, broker, step, publishers, metrics)
+    service.preflight = preflight
+    service.ops = OpsServer(
+        settings.http_host,
+        settings.http_port,
+        service.exposition,
+        service.readiness,
+        service.liveness,
+    )
+    handler = BatchHandler(service)
+    step.on_committed = handler.committed
+    subscriber = _subscriber(broker, settings, PositionListener(service))
+    service.subscriber = subscriber
+
+    @subscriber
+    async def referee_batch(message: KafkaMessage) -> None:
+        """Referees one batch of input records (pipelined with the batch before it)."""
+        await handler(message.raw_message)
+
+    app = FastStream(broker, logger=logging.getLogger("referee.app"))
+    app.on_startup(service.start)
+    app.after_startup(service.started)
+    app.on_shutdown(service.stop)
+    app.after_shutdown(service.closed)
+    return app, service
+
+
+def _broker(settings: Settings, security: BaseSecurity | None, metrics: Metrics) -> KafkaBroker:
+    """The FastStream broker; its publishers describe the output topics in the AsyncAPI
+    document (the partitions' publishers send through producers of their own)."""
     broker = KafkaBroker(
         settings.kafka_bootstrap_servers,
         logger=logging.getLogger("referee.kafka"),
@@ -103,108 +95,87 @@ def build(
         client_id="referee",
         middlewares=[KafkaPrometheusMiddleware(registry=metrics.registry, app_name="referee")],
     )
-    step = ProcessingStep(
-        PostgresStepStore(engine),
-        settings.group_id,
-        max_event_bytes=settings.max_event_bytes,
-        cache_games=settings.cache_games,
-        observe=metrics.observe_stage,
-    )
-    # The publishers describe the output topics in the AsyncAPI document; the relay publishes
-    # through its own transactional producer (relay_producer), not through them.
     broker.publisher(
         settings.verdict_topic,
         title="domino.referee-verdicts",
-        description="Verdicts (FoulRecorded, BlockDeclared, RoundScored, GameWon), keyed by "
-        "game id, in outbox order, in Kafka transactions: read with "
-        "isolation.level=read_committed. Header outbox-position: the verdict's outbox position.",
+        description="Verdicts (FoulRecorded, PointsScored, BlockDeclared, RoundScored, "
+        "GameWon), keyed by game id, on the partition number of their input, in Kafka "
+        "transactions: read with isolation.level=read_committed. Header outbox-position: the "
+        "verdict's position in its input partition's outbox.",
     )
     broker.publisher(
         settings.dlq_topic,
         title="domino.game-events.dlq",
         description="EventRejected for every input that could not be judged, keyed by the "
-        "input key, in Kafka transactions: read with isolation.level=read_committed.",
+        "input key, on the partition number of the input, in Kafka transactions: read with "
+        "isolation.level=read_committed.",
     )
-    relay: Relay
-    if settings.relay_process:
-        url = settings.database_url.get_secret_value() if database_url is None else database_url
-        relay = RelayProcess(url, outboxes(settings), metrics)
-    else:
-        relay = make_relay(settings, engine, metrics)
-    service = Service(settings, engine, broker, step, relay, metrics)
-    if control is None:
-        service.ops = OpsServer(
-            settings.http_host,
-            settings.http_port,
-            service.exposition,
-            service.readiness,
-            service.liveness,
-        )
-    handler = BatchHandler(service)
-    step.on_committed = handler.committed
+    return broker
+
+
+def _subscriber(
+    broker: KafkaBroker, settings: Settings, listener: PositionListener
+) -> BatchSubscriber:
+    """The batch subscriber of the input topic: one member of the consumer group."""
     subscriber = broker.subscriber(
         settings.input_topic,
         group_id=settings.group_id,
+        group_instance_id=settings.kafka_group_instance_id or None,
         batch=True,
         max_records=settings.batch_size,
         batch_timeout_ms=settings.batch_linger_ms,
         auto_offset_reset="earliest",
         session_timeout_ms=settings.kafka_session_timeout_ms,
-        heartbeat_interval_ms=min(HEARTBEAT_MOST_MS, settings.kafka_session_timeout_ms // 5),
+        heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
+        # Sticky: a rebalance moves only the partitions it must (an instance gone, one
+        # joined), and the others keep their games, positions and publishers (listener.py).
+        # Round robin second: a group that still has members of release 0.1 agrees on it.
+        partition_assignment_strategy=(StickyPartitionAssignor, RoundRobinPartitionAssignor),
         ack_policy=AckPolicy.MANUAL,
         decoder=_raw_batch,
-        listener=PositionListener(service),
+        listener=listener,
         title="domino.game-events",
         description="Input events from the game backends (GameStarted, RoundStarted, "
         "TilePlayed, TileDrawn, Passed), keyed by game id.",
     )
-    subscriber.get_msg = batch_poll(settings.batch_linger_ms, settings.batch_size)  # type: ignore[method-assign,assignment]
-    service.subscriber = subscriber
+    without_idle_sleep(subscriber, settings.batch_linger_ms, settings.batch_size)
+    return subscriber
 
-    @subscriber
-    async def referee_batch(message: KafkaMessage) -> None:
-        """Referees one batch of input records (pipelined with the batch before it)."""
-        service.consumer = subscriber.consumer
-        records: tuple[ConsumerRecord[bytes, bytes], ...] = message.raw_message
-        await handler(records)
 
-    app = FastStream(broker, logger=logging.getLogger("referee.app"))
+async def _raw_batch(message: StreamMessage[Any]) -> Any:
+    """Skips FastStream's decoding: the handler reads the raw records, the edge validates."""
+    return message.body
 
-    @app.on_startup
-    async def start_ops() -> None:
-        if service.ops is not None:
-            await service.ops.start()
 
-    @app.after_startup
-    async def start_relay() -> None:
-        service.consumer = subscriber.consumer
-        service.tasks.append(asyncio.create_task(service.relay.run(service.stopping)))
-        service.tasks.append(asyncio.create_task(watch_lag(service)))
-        if control is not None:
-            service.tasks.append(asyncio.create_task(answer_instance(service, control)))
-
-    @app.on_shutdown
-    async def stop_everything() -> None:
-        # The batch judged last is written before anything stops.
-        try:
-            await step.settle()
-        except Exception:
-            log.warning("the batch in flight did not commit", exc_info=True)
-        service.stopping.set()
-        service.relay.wake.set()  # inline, out of an idle wait (a relay process: run stops it)
-        # The relay ends its term between two pumps: the transaction in hand commits
-        # before the lock goes (cancelled later, it aborts instead).
-        if service.tasks:
-            await asyncio.wait(service.tasks[:1], timeout=RELAY_STOP_SECONDS)
-        for task in service.tasks:
-            task.cancel()
-        await asyncio.gather(*service.tasks, return_exceptions=True)
-
-    @app.after_shutdown
-    async def close() -> None:
-        if service.ops is not None:
-            await service.ops.stop()
-        await engine.dispose()
-        log.info("stopped")
-
-    return app, service
+def _publishing(
+    settings: Settings, security: BaseSecurity | None, engine: AsyncEngine, metrics: Metrics
+) -> tuple[Publishing, Preflight]:
+    """What the partitions' publishers share, and the checks and the takeover run before
+    the consumer joins its group (on the same store, producers and tail reader)."""
+    options = consumer_options(settings, security)
+    store = PostgresOutboxStore(engine)
+    tails = TopicTails(options)
+    make_producer = publisher_producers(settings, security)
+    publishing = Publishing(
+        group_id=settings.group_id,
+        topic=settings.input_topic,
+        transactional_prefix=settings.relay_transactional_id,
+        verdicts=Outbox("verdicts", settings.verdict_topic),
+        dead_letters=Outbox("dead_letters", settings.dlq_topic),
+        make_producer=make_producer,
+        store=store,
+        tails=tails,
+        metrics=metrics,
+    )
+    preflight = Preflight(
+        group_id=settings.group_id,
+        input_topic=settings.input_topic,
+        verdict_topic=settings.verdict_topic,
+        dlq_topic=settings.dlq_topic,
+        transactional_prefix=settings.relay_transactional_id,
+        kafka_options=options,
+        store=store,
+        make_producer=make_producer,
+        tails=tails,
+    )
+    return publishing, preflight

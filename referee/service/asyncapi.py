@@ -22,8 +22,8 @@ from faststream.specification import AsyncAPI
 from referee.contracts.schemas import all_schemas
 from referee.contracts.verdicts import VERDICT_TYPES
 from referee.contracts.wire import EVENT_TYPES, GAME_ID_PATTERN
-from referee.service.relay import POSITION_HEADER
 from referee.service.settings import Settings
+from referee.service.tails import POSITION_HEADER
 
 INPUT = list(EVENT_TYPES)
 VERDICTS = list(VERDICT_TYPES)
@@ -45,23 +45,24 @@ GAME_KEY: dict[str, Any] = {
 INPUT_KEY: dict[str, Any] = {
     "description": "The key of the rejected input record, byte for byte as received "
     "(normally its game id in UTF-8, but any bytes are passed on); when that record had no "
-    "key and its game_id could be read, that game id (UTF-8); otherwise absent (a null key, "
-    "and the relay spreads such records over the partitions by outbox position).",
+    "key and its game_id could be read, that game id (UTF-8); otherwise absent (a null "
+    "key; the record is on the partition number of its input, as every dead letter).",
     "anyOf": [{"type": "string"}, {"type": "null"}],
     "examples": ["table-42", None],
 }
 OUTPUT_HEADERS: dict[str, Any] = {
     "type": "object",
-    "description": "The headers of every record the relay publishes.",
+    "description": "The headers of every record the referee publishes.",
     "properties": {
         POSITION_HEADER: {
             "type": "string",
             "pattern": "^[0-9]+$",
-            "description": "The record's position in the referee's outbox, in ASCII decimal "
-            "digits: verdicts.position for a verdict, dead_letters.position for a dead letter "
-            "(PostgreSQL). Within a partition positions only grow; across partitions they "
-            "interleave. The relay resumes after the highest one it finds on each partition; "
-            "a consumer can resume by it or measure its lag against verdict_log.position.",
+            "description": "The record's position in its input partition's outbox, in ASCII "
+            "decimal digits: verdicts.position for a verdict, dead_letters.position for a dead "
+            "letter (PostgreSQL). Within a partition positions only grow; across partitions "
+            "they interleave. A partition's publisher resumes after the highest one it finds "
+            "on its partition; a consumer can resume by it or measure its lag against "
+            "verdict_log.position.",
             "examples": ["1041"],
         }
     },
@@ -73,8 +74,9 @@ INPUT_HEADERS: dict[str, Any] = {
 }
 
 READ_COMMITTED = (
-    "Published by the relay in Kafka transactions (transactional.id "
-    "REFEREE_RELAY_TRANSACTIONAL_ID, default referee-relay.<group id>): consumers must read "
+    "Published by the owner of each input partition in Kafka transactions (transactional.id "
+    "<REFEREE_RELAY_TRANSACTIONAL_ID>.<partition>, the prefix by default "
+    "referee-relay.<group id>): consumers must read "
     "with isolation.level=read_committed, else they also see the records of aborted "
     "transactions (drop repeats by verdict_id, or by source for a dead letter)."
 )
@@ -102,12 +104,12 @@ def _channels(settings: Settings) -> dict[str, dict[str, Any]]:
             "headers": "OutputHeaders",
             "channel": "Verdicts (FoulRecorded, PointsScored, BlockDeclared, RoundScored, "
             "GameWon), canonical JSON (keys sorted, no spaces, UTF-8), topic "
-            "REFEREE_VERDICT_TOPIC; docs/consumers.md. Each record's partition is chosen by "
-            "the relay with Kafka's default partitioner, murmur2 of the key (the game id) "
-            f"modulo the partition count: create the topic with as many partitions as "
-            f"{settings.input_topic}, and a game's verdicts land on the partition number of "
-            "its input events (co-partitioned, as Kafka Streams or Flink joins need). Per "
-            "game, verdicts come in the order they were produced; across games, no order.",
+            "REFEREE_VERDICT_TOPIC; docs/consumers.md. Each record goes to the partition number "
+            "of the input partition its game's events came from: the topic must have exactly "
+            f"as many partitions as {settings.input_topic} (the referee refuses to start "
+            "otherwise), and a game's verdicts land on the partition number of its input "
+            "events (co-partitioned, as Kafka Streams or Flink joins need). Per game, verdicts "
+            "come in the order they were produced; across games, no order.",
             "operation": f"{READ_COMMITTED} Never compact the topic: its key is the game id.",
         },
         settings.dlq_topic: {
@@ -115,8 +117,8 @@ def _channels(settings: Settings) -> dict[str, dict[str, Any]]:
             "key": "InputKey",
             "headers": "OutputHeaders",
             "channel": "EventRejected for every input record that could not be judged, "
-            "canonical JSON, topic REFEREE_DLQ_TOPIC. A keyed record goes to murmur2 of its "
-            "key modulo the partition count, as on the input topic.",
+            "canonical JSON, topic REFEREE_DLQ_TOPIC, with exactly as many partitions as the "
+            "input topic: each record goes to the partition number of its input record.",
             "operation": READ_COMMITTED,
         },
     }
@@ -125,7 +127,7 @@ def _channels(settings: Settings) -> dict[str, dict[str, Any]]:
 def _topic_configuration(settings: Settings, topic: str) -> dict[str, Any]:
     if topic == settings.input_topic:
         return {}
-    # The relay reads each output partition's tail to resume: compaction would keep only the
+    # A publisher reads its output partition's tail to resume: compaction would keep only the
     # last record of each game (or of each input key) and lose the history.
     return {"topicConfiguration": {"cleanup.policy": ["delete"]}}
 

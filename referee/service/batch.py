@@ -10,7 +10,7 @@ from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from referee.contracts.rejection import KafkaSource
-from referee.processing.step import InputRecord, PositionMoved, StepResult
+from referee.processing.records import InputRecord, PositionMoved, StepResult
 from referee.service.retry import Backoff
 from referee.service.runtime import Service
 
@@ -94,16 +94,9 @@ class BatchHandler:
         metrics.batch_seconds.observe(time.monotonic() - result.started)
         metrics.last_batch.set(now)
         service.last_commit = time.monotonic()
-        published = False  # whether the batch appended outbox rows (verdicts, dead letters)
         for record, processed in result.processed:
-            if processed.verdicts:
-                published = True
-                if record.timestamp_ms is not None:
-                    metrics.event_to_verdict.observe(max(now - record.timestamp_ms / 1000, 0.0))
-            elif processed.rejection is not None:
-                published = True
-        if published:  # a batch of moves alone gives the relay nothing to read
-            service.relay.notify()
+            if processed.verdicts and record.timestamp_ms is not None:
+                metrics.event_to_verdict.observe(max(now - record.timestamp_ms / 1000, 0.0))
         self._commit_offsets()
 
     def _reseek(self) -> None:

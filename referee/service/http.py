@@ -2,7 +2,7 @@
 server.
 
 ``/healthz`` says the process answers (the startup probe); ``/livez`` that neither the consumer
-loop nor the relay is stuck (liveness: a failing pod is restarted); ``/readyz`` that the
+loop nor a publisher is stuck (liveness: a failing pod is restarted); ``/readyz`` that the
 instance can take its share of the partitions (readiness)."""
 
 from __future__ import annotations

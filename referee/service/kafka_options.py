@@ -1,5 +1,5 @@
 """Kafka client options from the settings: security (SASL, TLS, mutual TLS), the options of
-the relay's transactional producer and of the tail reader."""
+the publishers' transactional producers and of the tail reader."""
 
 from __future__ import annotations
 
@@ -10,21 +10,21 @@ import aiokafka.producer.sender as aiokafka_sender
 from aiokafka import AIOKafkaProducer
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
 
-from referee.service.relay import MakeProducer
+from referee.service.publisher import MakeProducer
 from referee.service.settings import Settings
 
-log = logging.getLogger("referee.relay")
+log = logging.getLogger("referee.publisher")
 
 NEXT_TRANSACTION_RETRY_SECONDS = 0.002
 """How soon a transaction's first partitions are asked for again while the one before settles.
 
 Right after a commit the broker is still writing the transaction's markers, and answers the
 next transaction's ``AddPartitionsToTxn`` with ``CONCURRENT_TRANSACTIONS`` until they are
-written (about a millisecond here). aiokafka then retries after a fixed 20 ms
-(``aiokafka.producer.sender.BACKOFF_OVERRIDE``, the Java client's figure of KAFKA-5477), so
-every pump that follows another at once waited 20 ms: 28 ms a transaction back to back
-against 3 ms with 2 ms (bench/notes.md, 2026-12-02). The relay's pumps follow each other at
-once whenever verdicts keep coming.
+written (about a millisecond). aiokafka then retries after a fixed 20 ms
+(``aiokafka.producer.sender.BACKOFF_OVERRIDE``, the Java client's figure of KAFKA-5477), so a
+partition's transactions, which follow each other at once whenever verdicts keep coming,
+would each wait those 20 ms (bench/notes.md has the measurement). aiokafka has no setting
+for it: this module owns the patch, and a test holds aiokafka's handler to it.
 """
 
 
@@ -81,17 +81,18 @@ def consumer_options(settings: Settings, security: BaseSecurity | None) -> dict[
     return options
 
 
-def relay_producer(settings: Settings, security: BaseSecurity | None) -> MakeProducer:
-    """Returns a maker of the relay's transactional producers (one per leadership term)."""
+def publisher_producers(settings: Settings, security: BaseSecurity | None) -> MakeProducer:
+    """Returns a maker of the publishers' transactional producers (one per partition and
+    term, each with the transactional id it is given)."""
     options = consumer_options(settings, security)
     quicken_next_transaction()
 
-    def make() -> AIOKafkaProducer:
+    def make(transactional_id: str) -> AIOKafkaProducer:
         return AIOKafkaProducer(
-            transactional_id=settings.relay_transactional_id,
+            transactional_id=transactional_id,
             acks="all",
-            linger_ms=0,  # a pump is sent whole, then committed: lingering only delays it
-            client_id="referee-relay",
+            linger_ms=0,  # a transaction is sent whole, then committed: lingering only delays
+            client_id=f"referee-{transactional_id}",
             **options,
         )
 

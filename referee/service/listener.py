@@ -1,4 +1,10 @@
-"""The rebalance listener: positions come from the store, never from Kafka's commits."""
+"""The rebalance listener: positions come from the store, never from Kafka's commits.
+
+aiokafka's group protocol is eager: every rebalance revokes every partition, then assigns the
+new share. A partition that comes back to the same instance, found where it was left, keeps
+its cached games and its publisher (its producer, its place on the output topics): a
+rebalance that moves other partitions costs it one read of the stored positions.
+"""
 
 from __future__ import annotations
 
@@ -13,54 +19,53 @@ log = logging.getLogger("referee.serve")
 
 
 class PositionListener(ConsumerRebalanceListener):  # type: ignore[misc]
-    """Seeks every newly assigned partition to its stored position + 1."""
+    """Seeks every assigned partition to its stored position + 1."""
 
     def __init__(self, service: Service) -> None:
         self.service = service
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        """Forgets the partitions and the cached games (they may move elsewhere).
-
-        The step finishes the batch in flight first: what it judged is committed before the
-        partition can be given to another instance.
-        """
+        """Writes the batch in flight before the partitions can go to another instance."""
         service = self.service
+        await service.step.pause()
         service.assigned -= set(revoked)
-        await service.step.forget_partitions({(tp.topic, tp.partition) for tp in revoked})
-        for tp in revoked:
-            service.metrics.forget_partition(tp.topic, tp.partition)
         service.metrics.assigned.set(len(service.assigned))
         if revoked:
-            service.metrics.rebalances.inc()
             log.info(
                 "partitions revoked", extra={"partitions": sorted(tp.partition for tp in revoked)}
             )
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        """Seeks each partition to where the store says processing ended."""
+        """Seeks each partition to where the store says processing ended, and publishes
+        exactly the partitions owned."""
         service = self.service
         consumer = service.consumer = service.subscriber_consumer()
-        by_topic: dict[str, list[int]] = {}
-        for tp in assigned:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        for topic, partitions in by_topic.items():
-            stored = await retrying(
-                "reading the stored positions",
-                lambda t=topic, p=partitions: service.step.load_positions(t, p),  # type: ignore[misc]
-            )
-            for partition in partitions:
-                # Nothing stored: offset 0. Below a partition's log start (records deleted
-                # by retention) the consumer's auto_offset_reset="earliest" moves it to the
-                # oldest record. ``seek_to_beginning`` would do the same, but it waits for
-                # the fetch in flight (up to fetch_max_wait_ms) for each partition in turn:
-                # 1.5 s of a fresh instance's start-up with four partitions.
-                consumer.seek(TopicPartition(topic, partition), stored.get(partition, -1) + 1)
-        service.assigned |= set(assigned)
+        topic = service.settings.input_topic
+        judged = service.judged
+        partitions = sorted(tp.partition for tp in assigned if tp.topic == topic)
+        if judged is not None and partitions and partitions[-1] >= judged.partitions:
+            # partitions added to the topic: theirs wait unread while the others drain
+            waiting = [tp for tp in assigned if tp.partition >= judged.partitions]
+            consumer.pause(*waiting)
+            service.draining = judged.draining(partitions[-1] + 1)
+            log.error("input partitions left unread: %s", service.draining)
+            partitions = [p for p in partitions if p < judged.partitions]
+        stored = await retrying(
+            "reading the stored positions",
+            lambda: service.step.take_partitions(topic, partitions),
+        )
+        for partition in partitions:
+            # Nothing stored: offset 0. Below a partition's log start (records deleted by
+            # retention) the consumer's auto_offset_reset="earliest" moves it to the oldest
+            # record (``seek_to_beginning`` would wait for the fetch in flight).
+            consumer.seek(TopicPartition(topic, partition), stored.get(partition, -1) + 1)
+        previous = set(service.publishers.by_partition)
+        await service.publishers.own(partitions)
+        service.assigned = {TopicPartition(topic, p) for p in partitions}
         service.joined = True
         service.metrics.assigned.set(len(service.assigned))
-        if assigned:
+        if set(partitions) != previous:
             service.metrics.rebalances.inc()
-        log.info(
-            "partitions assigned",
-            extra={"partitions": sorted(tp.partition for tp in assigned)},
-        )
+        for tp in previous - set(partitions):
+            service.metrics.forget_partition(topic, tp)
+        log.info("partitions assigned", extra={"partitions": partitions})

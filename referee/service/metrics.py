@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -17,33 +16,11 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.metrics_core import Metric
-from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.registry import Collector
-from prometheus_client.samples import Sample
 
 from referee.contracts.verdicts import VERDICTS
 from referee.contracts.wire import INPUT_EVENTS
 from referee.domain.errors import RejectionReason
 from referee.processing.outcome import Outcome, Processed
-
-RELAY_FAMILIES = frozenset(
-    {
-        "referee_relay_unpublished_rows",
-        "referee_relay_oldest_unpublished_seconds",
-        "referee_relay_leader",
-        "referee_published",
-        "referee_relay_transactions",
-        "referee_stage_seconds",
-    }
-)
-"""The metric families the relay writes: a relay process sends these to its instance."""
-RELAY_STAGE_PREFIX = "relay_"
-"""Of ``referee_stage_seconds``, the relay's stages are those named ``relay_...``."""
-
-RemoteFamily = list[Any]
-"""One metric family as a relay process sends it (JSON): name, help, type, unit, and its
-samples as [name, labels, value]."""
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
@@ -106,7 +83,7 @@ class Metrics:
         self.event_to_verdict = Histogram(
             "referee_event_to_verdict_seconds",
             "Time from an input record's Kafka timestamp to the commit of its verdicts in the "
-            "outbox (the relay publishes them from there).",
+            "outbox (its partition's publisher publishes them from there).",
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
@@ -117,9 +94,10 @@ class Metrics:
         )
         self.stage_seconds = Histogram(
             "referee_stage_seconds",
-            "Time of each stage of the live path, per batch or per relay pump: decode, load, "
-            "judge, rows, wait, copy, commit (the step); arrival, fetch_wait, offset_commit "
-            "(the consumer); relay_wake, relay_read, relay_send, relay_commit (the relay).",
+            "Time of each stage of the live path, per batch or per publisher transaction: "
+            "decode, load, judge, rows, wait, copy, commit (the step); arrival, fetch_wait, "
+            "offset_commit (the consumer); relay_wake, relay_read, relay_send, relay_commit "
+            "(the publishers).",
             ["stage"],
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
             registry=r,
@@ -134,36 +112,32 @@ class Metrics:
         )
         self.relay_unpublished = Gauge(
             "referee_relay_unpublished_rows",
-            "Outbox rows committed but not yet published, by outbox (on the leading relay; "
-            "0 on the others).",
+            "Outbox rows committed by this instance's partitions and not yet published, by "
+            "outbox (what its publishers hold; a publisher reading the store catches up).",
             ["outbox"],
             registry=r,
         )
         self.relay_oldest_unpublished = Gauge(
             "referee_relay_oldest_unpublished_seconds",
-            "Age of the oldest outbox row not yet published, by outbox (on the leading relay; "
-            "0 on the others).",
+            "Age of the oldest outbox row this instance's publishers hold unpublished, by outbox.",
             ["outbox"],
             registry=r,
         )
-        self.relay_leader = Gauge(
-            "referee_relay_leader", "1 while this instance's relay leads, else 0.", registry=r
+        self.relay_partitions = Gauge(
+            "referee_relay_partitions",
+            "Input partitions whose outboxes this instance publishes (the partitions it owns).",
+            registry=r,
         )
         self.published = Counter(
             "referee_published",
-            "Messages published by the relay, by topic.",
+            "Messages published by this instance's publishers, by topic.",
             ["topic"],
             registry=r,
         )
         self.relay_transactions = Counter(
             "referee_relay_transactions",
-            "Kafka transactions of the relay, by outcome (committed or aborted).",
+            "Kafka transactions of this instance's publishers, by outcome (committed or aborted).",
             ["outcome"],
-            registry=r,
-        )
-        self.relay_restarts = Counter(
-            "referee_relay_restarts",
-            "Times the relay's process exited and was started again (REFEREE_RELAY_PROCESS).",
             registry=r,
         )
         self.consumer_lag = Gauge(
@@ -193,7 +167,10 @@ class Metrics:
             self.relay_oldest_unpublished.labels(outbox)
         for topic in topics:
             self.published.labels(topic)
-        self.relay_leader.set(0)
+
+    def exposition(self) -> bytes:
+        """Renders /metrics."""
+        return generate_latest(self.registry)
 
     def observe_stage(self, stage: str, seconds: float) -> None:
         """Records how long one stage of the live path took."""
@@ -237,81 +214,3 @@ class Metrics:
             self.duplicates.inc(duplicates)
         if quarantined:
             self.quarantined.inc(quarantined)
-
-
-def relay_families(registry: CollectorRegistry) -> list[RemoteFamily]:
-    """Returns the relay's metric families of ``registry``, as a relay process sends them."""
-    families: list[RemoteFamily] = []
-    for family in registry.collect():
-        if family.name not in RELAY_FAMILIES:
-            continue
-        samples = [
-            [s.name, s.labels, s.value]
-            for s in family.samples
-            if family.name != "referee_stage_seconds"
-            or s.labels.get("stage", "").startswith(RELAY_STAGE_PREFIX)
-        ]
-        families.append([family.name, family.documentation, family.type, family.unit, samples])
-    return families
-
-
-class Merged(Collector):
-    """The instance's families, with the relay process's samples in place of its own.
-
-    A sample of the relay (same family, name and labels) replaces the instance's, which in
-    a process of its own stays at its start value (``referee_relay_leader`` 0, the counters
-    0); a sample the instance lacks (a relay stage) is added to its family.
-    """
-
-    def __init__(self, registry: CollectorRegistry, remote: list[RemoteFamily]) -> None:
-        self.registry = registry
-        self.remote = {f[0]: f for f in remote if f and f[0] in RELAY_FAMILIES}
-
-    def collect(self) -> Iterator[Metric]:
-        for family in self.registry.collect():
-            theirs = self.remote.get(family.name)
-            if theirs is None:
-                yield family
-                continue
-            samples = {(s.name, tuple(sorted(s.labels.items()))): s for s in family.samples}
-            for name, labels, value in theirs[4]:
-                samples[(name, tuple(sorted(labels.items())))] = Sample(name, labels, value)
-            merged = Metric(family.name, family.documentation, family.type, family.unit)
-            merged.samples = list(samples.values())
-            yield merged
-
-
-def exposition(registry: CollectorRegistry, remote: list[RemoteFamily]) -> bytes:
-    """Returns /metrics: the instance's families merged with a relay process's."""
-    if not remote:
-        return generate_latest(registry)
-    merged = CollectorRegistry(auto_describe=False)
-    merged.register(Merged(registry, remote))
-    return generate_latest(merged)
-
-
-class _Families(Collector):
-    def __init__(self, families: list[Metric]) -> None:
-        self.families = families
-
-    def collect(self) -> Iterator[Metric]:
-        return iter(self.families)
-
-
-def labelled(expositions: dict[int, str], label: str = "consumer") -> bytes:
-    """Returns one /metrics of several processes' own: each family once, with every
-    process's samples in it, each labelled ``label="<the process's index>"``."""
-    families: dict[str, Metric] = {}
-    for index, text in sorted(expositions.items()):
-        for family in text_string_to_metric_families(text):
-            merged = families.get(family.name)
-            if merged is None:
-                merged = Metric(family.name, family.documentation, family.type, family.unit)
-                families[family.name] = merged
-            merged.samples.extend(
-                Sample(s.name, {**s.labels, label: str(index)}, s.value, s.timestamp, s.exemplar)
-                for s in family.samples
-            )
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Families(list(families.values())))
-    return generate_latest(registry)

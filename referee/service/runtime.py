@@ -1,11 +1,12 @@
-"""The parts of a running referee, and what its probes say about them."""
+"""The parts of a running referee, their start and stop, and what its probes say about them."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from faststream.kafka import KafkaBroker
@@ -13,58 +14,82 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.processing.step import ProcessingStep
 from referee.service.http import OpsServer
-from referee.service.metrics import Metrics, RemoteFamily, exposition
-from referee.service.relay import Outbox
+from referee.service.metrics import Metrics
+from referee.service.publisher import Publishers
 from referee.service.settings import Settings
+from referee.service.takeover import Judged, Preflight
 from referee.store.database import ping
 
+log = logging.getLogger("referee.serve")
 
-class Relay(Protocol):
-    """The relay as the instance runs it: ``relay.OutboxRelay`` on the instance's event loop,
-    or ``relay_process.RelayProcess``, the same relay in a child process."""
-
-    outboxes: list[Outbox]
-    wake: asyncio.Event
-    alive_at: float
-    """When the relay's loop last came round (monotonic seconds)."""
-
-    def notify(self) -> None:
-        """Wakes the relay: outbox rows were committed."""
-
-    async def run(self, stopping: asyncio.Event) -> None:
-        """Runs until ``stopping`` is set."""
-
-    async def publish_backlog(self) -> None:
-        """Sets the backlog gauges (where the relay runs)."""
-
-    async def metric_families(self) -> list[RemoteFamily]:
-        """The relay's metric families from its process (none: it runs in this one)."""
+LAG_EVERY_SECONDS = 5.0
 
 
 @dataclass(slots=True)
 class Service:
-    """The parts of a running referee, for the hooks, the probes and tests."""
+    """The parts of a running referee, for the lifecycle hooks, the probes and tests."""
 
     settings: Settings
     engine: AsyncEngine
     broker: KafkaBroker
     step: ProcessingStep
-    relay: Relay
+    publishers: Publishers
     metrics: Metrics
+    preflight: Preflight | None = None
+    """The checks and the takeover run before consuming (None: skipped, in unit tests)."""
     ops: OpsServer | None = None
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     assigned: set[TopicPartition] = field(default_factory=set)
     joined: bool = False
     """Whether the consumer has had an assignment from its group (an empty one included)."""
     consumer: AIOKafkaConsumer | None = None
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
     subscriber: Any = None
+    judged: Judged | None = None
+    """The input topic's partitions the referee judges (from the store), once checked."""
+    draining: str | None = None
+    """Why some input partitions are left unread (added to the topic), if any are."""
     last_commit: float = field(default_factory=time.monotonic)
     """When a batch last committed (monotonic seconds)."""
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
-    async def exposition(self) -> bytes:
-        """Renders /metrics: this process's families, a relay process's merged in."""
-        return exposition(self.metrics.registry, await self.relay.metric_families())
+    # --- the lifecycle (FastStream's hooks) --------------------------------------------------
+
+    async def start(self) -> None:
+        """Opens the operations port; checks the topics and takes the publishing over from an
+        earlier release, before the consumer joins its group."""
+        if self.ops is not None:
+            await self.ops.start()
+        if self.preflight is not None:
+            self.judged = await self.preflight.run()
+            self.draining = self.judged.draining()
+            if self.draining is not None:
+                log.error("input partitions left unread: %s", self.draining)
+
+    async def started(self) -> None:
+        """Starts the lag watcher, once the consumer runs."""
+        self.consumer = self.subscriber_consumer()
+        self.tasks.append(asyncio.create_task(self._watch_lag()))
+
+    async def stop(self) -> None:
+        """Writes the batch judged last, then publishes what was committed and stops."""
+        try:
+            await self.step.settle()
+        except Exception:
+            log.warning("the batch in flight did not commit", exc_info=True)
+        self.stopping.set()
+        await self.publishers.stop()
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def closed(self) -> None:
+        """Closes the operations port and the database pool."""
+        if self.ops is not None:
+            await self.ops.stop()
+        await self.engine.dispose()
+        log.info("stopped")
+
+    # --- the probes ------------------------------------------------------------------------
 
     def subscriber_consumer(self) -> AIOKafkaConsumer:
         """Returns the subscriber's aiokafka consumer (it exists before it joins the group)."""
@@ -72,6 +97,10 @@ class Service:
         if consumer is None:
             raise RuntimeError("the subscriber has no consumer yet")
         return consumer
+
+    async def exposition(self) -> bytes:
+        """Renders /metrics."""
+        return self.metrics.exposition()
 
     async def readiness(self) -> tuple[bool, str]:
         """Checks PostgreSQL, Kafka and the group; says what is missing.
@@ -81,6 +110,8 @@ class Service:
         ``ready_requires_partition`` says an instance must own one.
         """
         problems = []
+        if self.draining is not None:
+            problems.append(self.draining)
         try:
             async with asyncio.timeout(2):
                 await ping(self.engine)
@@ -95,11 +126,11 @@ class Service:
         return (not problems, "; ".join(problems) or "ready")
 
     async def liveness(self) -> tuple[bool, str]:
-        """Checks that the consumer loop and the relay are not stuck.
+        """Checks that the consumer loop and the publishers are not stuck.
 
         The consumer is stuck when records wait on its partitions but no batch has committed
-        for ``liveness_stall_seconds``; the relay when its loop has not come round for as
-        long (a leader that cannot publish, or a follower that cannot ask for the lead).
+        for ``liveness_stall_seconds``; a publisher when its loop has not come round for as
+        long (one that cannot publish retries, and comes round between its tries).
         """
         bound = self.settings.liveness_stall_seconds
         now = time.monotonic()
@@ -110,10 +141,9 @@ class Service:
                 f"consumer stuck: {waiting} records wait and no batch committed for "
                 f"{now - self.last_commit:.0f} s"
             )
-        if now - self.relay.alive_at > bound:
-            problems.append(
-                f"relay stuck: its loop last came round {now - self.relay.alive_at:.0f} s ago"
-            )
+        alive_at = self.publishers.alive_at()
+        if now - alive_at > bound:
+            problems.append(f"publisher stuck: its loop last came round {now - alive_at:.0f} s ago")
         return (not problems, "; ".join(problems) or "alive")
 
     def waiting_records(self) -> int:
@@ -128,3 +158,20 @@ class Service:
                 done = self.step.committed.get((tp.topic, tp.partition), -1) + 1
                 waiting += max(high - done, 0)
         return waiting
+
+    async def _watch_lag(self) -> None:
+        """Updates the consumer lag per owned partition and the unpublished rows, until
+        stopped."""
+        metrics = self.metrics
+        while not self.stopping.is_set():
+            await asyncio.sleep(LAG_EVERY_SECONDS)
+            consumer = self.consumer
+            if consumer is not None:
+                for tp in list(self.assigned):
+                    high = consumer.highwater(tp)
+                    done = self.step.committed.get((tp.topic, tp.partition), -1) + 1
+                    if high is not None:
+                        metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(
+                            max(high - done, 0)
+                        )
+            self.publishers.update_gauges()

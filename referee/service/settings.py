@@ -102,10 +102,21 @@ class Settings(BaseSettings):
     group_id: str = Field(default="referee", min_length=1, description="Kafka consumer group id.")
     relay_transactional_id: str = Field(
         default="",
-        description="transactional.id of the relay's Kafka producer, the same on every "
-        "instance of a deployment (a new leader's producer fences the previous one with it). "
-        "Empty means referee-relay.<group_id>.",
+        description="The prefix of the publishers' Kafka transactional ids, the same on every "
+        "instance of a deployment: the owner of input partition N publishes as <prefix>.N, "
+        "and fences the partition's previous owner with it (the global relay of releases up "
+        "to 0.1 used the prefix itself). Empty means referee-relay.<group_id>.",
     )
+
+    @model_validator(mode="after")
+    def _heartbeat_within_session(self) -> Settings:
+        if self.kafka_heartbeat_interval_ms * 3 > self.kafka_session_timeout_ms:
+            raise ValueError(
+                f"REFEREE_KAFKA_HEARTBEAT_INTERVAL_MS={self.kafka_heartbeat_interval_ms} must be "
+                "at most a third of REFEREE_KAFKA_SESSION_TIMEOUT_MS="
+                f"{self.kafka_session_timeout_ms}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _derive_transactional_id(self) -> Settings:
@@ -118,6 +129,20 @@ class Settings(BaseSettings):
         ge=1000,
         description="How long the group waits for a silent instance before moving its "
         "partitions (within the broker's group.min/max.session.timeout.ms).",
+    )
+    kafka_group_instance_id: str = Field(
+        default="",
+        description="Static membership of the consumer group (KIP-345): a stable name per "
+        "instance (a StatefulSet pod's name). An instance restarted within the session "
+        "timeout under the same name gets its partitions back without a rebalance; one that "
+        "stops is replaced only after the session timeout. Empty: dynamic membership.",
+    )
+    kafka_heartbeat_interval_ms: int = Field(
+        default=250,
+        ge=10,
+        description="How often the consumer tells the group it is alive, in milliseconds (at "
+        "most a third of the session timeout). A member learns of a rebalance from a "
+        "heartbeat's answer, so this bounds how long the others wait for it to rejoin.",
     )
     batch_size: int = Field(
         default=2000, ge=1, le=BATCH_SIZE_CAP, description="Most records in one processing step."
@@ -157,28 +182,11 @@ class Settings(BaseSettings):
         description="Judge each batch while the batch before it commits (docs/design.md, "
         "Pipelining); off, every batch is judged and written before the next is fetched.",
     )
-    relay_process: bool = Field(
-        default=True,
-        description="Run the relay (the outboxes to Kafka) in a child process of its own, "
-        "started, watched and stopped by the instance, so that it does not share the "
-        "consumer's event-loop thread (docs/design.md, Scale ceiling); off, it runs on that "
-        "loop.",
-    )
-    consumer_processes: int = Field(
-        default=1,
-        ge=1,
-        le=32,
-        description="Consumer processes per instance: each one member of the consumer group "
-        "with its own share of the partitions, its own database pool and relay process, "
-        "forked by the instance, which serves the probes and /metrics for all of them "
-        "(docs/design.md, Consumer processes). More than one lets an instance use more than "
-        "one core for judging; a consumer process that exits ends the instance.",
-    )
     liveness_stall_seconds: float = Field(
         default=120.0,
         ge=1.0,
         le=3600.0,
-        description="How long records may wait with no batch committed (or the relay's loop "
+        description="How long records may wait with no batch committed (or a publisher's loop "
         "not come round) before /livez fails and the instance is restarted.",
     )
     build_revision: str = Field(

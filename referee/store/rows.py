@@ -44,8 +44,10 @@ class GameVersionRow(NamedTuple):
 
 
 class VerdictRow(NamedTuple):
-    """A verdict in the outbox of the verdict topic (table ``verdicts``)."""
+    """A verdict in its input partition's outbox of the verdict topic (table ``verdicts``)."""
 
+    position: int
+    """Its place in the outbox: ascending in commit order within its input partition."""
     verdict_id: str
     game_id: str
     type: str
@@ -53,16 +55,25 @@ class VerdictRow(NamedTuple):
     journal_id: int
     body: str
     """The canonical JSON, byte for byte."""
+    source_topic: str
+    source_partition: int
+    """The input partition whose batch wrote it: the outbox it is published from."""
 
 
 class DeadLetterRow(NamedTuple):
-    """An ``EventRejected`` in the outbox of the dead-letter topic (table ``dead_letters``)."""
+    """An ``EventRejected`` in its input partition's outbox of the dead-letter topic (table
+    ``dead_letters``)."""
 
+    position: int
+    """Its place in the outbox: ascending in commit order within its input partition."""
     journal_id: int
     key: bytes | None
     """The input record's key, as received."""
     reason: str
     body: str
+    source_topic: str
+    source_partition: int
+    """The input partition whose batch wrote it: the outbox it is published from."""
 
 
 class PositionRow(NamedTuple):
@@ -111,14 +122,20 @@ class Moved(NamedTuple):
 
 
 class Written(NamedTuple):
-    """How a write went (``time.perf_counter`` instants, for the breakdown)."""
+    """How a write went."""
 
     moved: Moved | None
     """The first fenced partition found moved (nothing was written), or ``None``."""
-    locked: float | None
-    """When the writers' outbox lock was taken (held until the commit), if it was."""
     appended: float
-    """When the rows were appended (the commit follows)."""
+    """When the rows were appended (``time.perf_counter``; the commit follows)."""
+
+
+class Reserved(NamedTuple):
+    """Fresh numbers from the store's sequences, each list ascending."""
+
+    journal_ids: list[int]
+    verdict_positions: list[int]
+    dead_letter_positions: list[int]
 
 
 class StoredGame(NamedTuple):

@@ -26,11 +26,47 @@ APPEND_ONLY_TABLES = (
     "dead_letters",
     "consumer_positions",
     "relay_checkpoints",
+    "outbox_checkpoints",
+    "input_partitions",
 )
 """Tables no UPDATE, DELETE or TRUNCATE may touch (triggers raise)."""
 
 APP_ROLE = "referee_app"
 """The application role: SELECT and INSERT only."""
+
+
+def _source_columns() -> tuple[Column[str], Column[int]]:
+    """The input partition an outbox row belongs to (migration 0008; NULL before it)."""
+    return (
+        Column(
+            "source_topic",
+            Text,
+            comment="the input record's topic (NULL: before revision 0008, see journal)",
+        ),
+        Column(
+            "source_partition",
+            Integer,
+            comment="the input record's partition: the outbox this row is in",
+        ),
+    )
+
+
+def _outbox_indexes(table: Table) -> None:
+    """An owner reads its partition's rows in position order; rows from before revision 0008
+    (no partition) by position alone."""
+    Index(
+        f"{table.name}_outbox",
+        table.c.source_topic,
+        table.c.source_partition,
+        table.c.position,
+        postgresql_where=table.c.source_partition.isnot(None),
+    )
+    Index(
+        f"{table.name}_legacy",
+        table.c.position,
+        postgresql_where=table.c.source_partition.is_(None),
+    )
+
 
 journal = Table(
     "journal",
@@ -92,9 +128,11 @@ verdicts = Table(
     Column("journal_id", BigInteger, nullable=False),
     Column("body", Text, nullable=False, comment="the canonical JSON, byte for byte"),
     Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    *_source_columns(),
     comment="Every verdict, in the order produced; also the outbox of the verdict topic.",
 )
 Index("verdicts_game", verdicts.c.game_id, verdicts.c.position)
+_outbox_indexes(verdicts)
 
 dead_letters = Table(
     "dead_letters",
@@ -105,8 +143,10 @@ dead_letters = Table(
     Column("reason", Text, nullable=False),
     Column("body", Text, nullable=False, comment="EventRejected, canonical JSON"),
     Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    *_source_columns(),
     comment="Every rejected input as EventRejected; the outbox of the dead-letter topic.",
 )
+_outbox_indexes(dead_letters)
 
 consumer_positions = Table(
     "consumer_positions",
@@ -132,4 +172,36 @@ relay_checkpoints = Table(
     ),
     Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     comment="Relay progress, appended as it goes; the newest row per outbox counts.",
+)
+
+outbox_checkpoints = Table(
+    "outbox_checkpoints",
+    metadata,
+    Column("outbox", Text, primary_key=True, comment="verdicts or dead_letters"),
+    Column("topic", Text, primary_key=True, comment="the input topic"),
+    Column(
+        "partition",
+        Integer,
+        primary_key=True,
+        comment="the input partition (-1: every partition)",
+    ),
+    Column(
+        "position",
+        BigInteger,
+        primary_key=True,
+        comment="every row of the partition's outbox up to here is on its topic",
+    ),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="Each input partition's publishing progress, appended as it goes; the newest row "
+    "counts.",
+)
+
+input_partitions = Table(
+    "input_partitions",
+    metadata,
+    Column("group_id", Text, primary_key=True),
+    Column("topic", Text, primary_key=True),
+    Column("partitions", Integer, primary_key=True, comment="the input topic's partitions"),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="The partition count the referee judges the input topic under; the newest row counts.",
 )

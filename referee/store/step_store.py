@@ -18,7 +18,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.store.errors import is_outage
-from referee.store.locks import OUTBOX_CHANNEL, OUTBOX_LOCK, position_lock_name
+from referee.store.locks import position_lock_name
 from referee.store.rows import (
     DEAD_LETTER_COLUMNS,
     JOURNAL_COLUMNS,
@@ -27,6 +27,7 @@ from referee.store.rows import (
     VERSION_COLUMNS,
     Fenced,
     Moved,
+    Reserved,
     StepRows,
     StoredGame,
     StoredPrint,
@@ -66,40 +67,27 @@ class PostgresStepStore:
         the position expected (else writes nothing and says which moved).
 
         The fence (``referee_fence``, migration 0006) locks each partition's position until
-        the transaction ends, then reads it. The outbox rows go last, under a transaction
-        lock shared by every writer: outbox positions are then taken in commit order, so a
-        relay reading positions in order never passes over a row that commits later.
+        the transaction ends, then reads it. The outbox rows carry their positions, reserved
+        by the step: the partition's lock, which only its owner takes, keeps them in commit
+        order within the partition. No lock is shared by every writer.
 
         A small batch is one statement in its own transaction: the fence, then every table's
         INSERT, each gated on the fence's answer (one round trip, commit included). A large
         batch is a transaction of COPYs, which move rows faster (docs/benchmarks.md).
         """
         ordered = sorted(fence)  # every writer locks in the same order: no deadlock
-        outbox = bool(rows.verdicts or rows.dead_letters)
         async with self.engine.connect() as conn:
             raw = await conn.get_raw_connection()
             driver: Any = raw.driver_connection
             if len(rows.journal) <= self.insert_below:
-                return await _write_at_once(driver, group_id, ordered, rows, outbox)
+                return await _write_at_once(driver, group_id, ordered, rows)
             async with driver.transaction():
-                found = await driver.fetchval(
-                    _FENCE, *_fence_args(group_id, ordered, outbox_lock=False)
-                )
+                found = await driver.fetchval(_FENCE, *_fence_args(group_id, ordered))
                 if found is not None:  # nothing written: the empty transaction ends
-                    return Written(_moved(ordered, found), None, time.perf_counter())
-                await _copy(driver, _PLAIN, (rows.journal, rows.versions, rows.positions))
-                if not outbox:
-                    return Written(None, None, time.perf_counter())
-                # One round trip: the writers' lock, and a notification the relay receives
-                # when this transaction commits (PostgreSQL delivers NOTIFY at commit).
-                await driver.execute(
-                    "SELECT pg_advisory_xact_lock($1), pg_notify($2, '')",
-                    OUTBOX_LOCK,
-                    OUTBOX_CHANNEL,
-                )
-                locked = time.perf_counter()
-                await _copy(driver, _OUTBOXES, (rows.verdicts, rows.dead_letters))
-                return Written(None, locked, time.perf_counter())
+                    return Written(_moved(ordered, found), time.perf_counter())
+                await _copy(driver, _ALL, _records(rows))
+                appended = time.perf_counter()
+            return Written(None, appended)
 
     @asynccontextmanager
     async def reads(self) -> AsyncIterator[PostgresStepReads]:
@@ -147,10 +135,10 @@ class PostgresStepReads:
             rows += [StoredPrint(*r) for r in found]
         return rows
 
-    async def reserve_journal_ids(self, count: int) -> list[int]:
-        """Returns ``count`` fresh journal ids, ascending (arrival order)."""
-        ids: list[int] = await self.driver.fetchval(_RESERVE_IDS, count)
-        return sorted(ids)
+    async def reserve_ids(self, journal: int, verdicts: int, dead_letters: int) -> Reserved:
+        """Returns fresh journal ids and outbox positions, ascending, in one round trip."""
+        row = await self.driver.fetchrow(_RESERVE_IDS, journal, verdicts, dead_letters)
+        return Reserved(*(sorted(ids or ()) for ids in row))
 
 
 _LOAD_GAMES = (
@@ -167,26 +155,30 @@ _PRINTS_OF_EVENT_IDS = (
     "SELECT game_id, seq, event_id, fingerprint FROM journal WHERE took_place"
     " AND (game_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))"
 )
-_RESERVE_IDS = "SELECT array_agg(nextval('journal_id_seq')) FROM generate_series(1, $1::int)"
+_RESERVE_IDS = (
+    "SELECT (SELECT array_agg(nextval('journal_id_seq')) FROM generate_series(1, $1::int)),"
+    " (SELECT array_agg(nextval('verdicts_position_seq')) FROM generate_series(1, $2::int)),"
+    " (SELECT array_agg(nextval('dead_letters_position_seq')) FROM generate_series(1, $3::int))"
+)
 
-
-PostgresStepTransaction = PostgresStepReads
-"""The name this class had while it also wrote (the reliability suites patch its reads)."""
 
 INSERT_BELOW = 100
-"""Journal rows a batch may have to be written by one statement rather than by COPYs.
-Measured here (before the fence joined the statement): five rows in three tables took 3.1 ms
-by one INSERT against 3.8 ms by three COPYs, 2,000 rows 50 ms against 28 ms; a live batch
-of a few rows is now one round trip where the COPYs, their transaction and the fence took
-seven."""
+"""Journal rows a batch may have to be written by one statement rather than by COPYs: a few
+rows go faster in one round trip, many faster by COPY (bench/notes.md has the crossing)."""
 
 _Tables = tuple[tuple[Table, tuple[str, ...]], ...]
-_PLAIN: _Tables = (
+_ALL: _Tables = (
     (journal, JOURNAL_COLUMNS),
     (game_versions, VERSION_COLUMNS),
     (consumer_positions, POSITION_COLUMNS),
+    (verdicts, VERDICT_COLUMNS),
+    (dead_letters, DEAD_LETTER_COLUMNS),
 )
-_OUTBOXES: _Tables = ((verdicts, VERDICT_COLUMNS), (dead_letters, DEAD_LETTER_COLUMNS))
+
+
+def _records(rows: StepRows) -> tuple[Sequence[tuple[Any, ...]], ...]:
+    """The rows of each table of ``_ALL``, in its order."""
+    return (rows.journal, rows.versions, rows.positions, rows.verdicts, rows.dead_letters)
 
 
 async def _copy(driver: Any, tables: _Tables, records: Sequence[Sequence[tuple[Any, ...]]]) -> None:
@@ -196,14 +188,16 @@ async def _copy(driver: Any, tables: _Tables, records: Sequence[Sequence[tuple[A
             await driver.copy_records_to_table(table.name, records=rows, columns=columns)
 
 
+# The function's last two arguments took the global outbox lock of earlier releases and
+# notified their relay: NULL takes and notifies nothing.
 _FENCE = (
     "SELECT referee_fence($1::text, $2::text[], $3::integer[], $4::bigint[], $5::text[], "
-    "$6::bigint, $7::text)"
+    "NULL::bigint, NULL::text)"
 )
-_FENCE_ARGS = 7
+_FENCE_ARGS = 5
 
 
-def _fence_args(group_id: str, ordered: Sequence[Fenced], *, outbox_lock: bool) -> list[Any]:
+def _fence_args(group_id: str, ordered: Sequence[Fenced]) -> list[Any]:
     """The arguments of ``referee_fence`` for these partitions (in locking order)."""
     return [
         group_id,
@@ -211,8 +205,6 @@ def _fence_args(group_id: str, ordered: Sequence[Fenced], *, outbox_lock: bool) 
         [f.partition for f in ordered],
         [f.expected for f in ordered],
         [position_lock_name(group_id, f.topic, f.partition) for f in ordered],
-        OUTBOX_LOCK if outbox_lock else None,
-        OUTBOX_CHANNEL,
     ]
 
 
@@ -223,27 +215,20 @@ def _moved(ordered: Sequence[Fenced], found: Sequence[int]) -> Moved:
     return Moved(moved.topic, moved.partition, int(stored))
 
 
-_ALL: _Tables = _PLAIN + _OUTBOXES
-
-
 async def _write_at_once(
-    driver: Any, group_id: str, ordered: Sequence[Fenced], rows: StepRows, outbox: bool
+    driver: Any, group_id: str, ordered: Sequence[Fenced], rows: StepRows
 ) -> Written:
     """Writes a small batch by one statement, in a transaction of its own (autocommit)."""
-    records = (rows.journal, rows.versions, rows.positions, rows.verdicts, rows.dead_letters)
+    records = _records(rows)
     written = tuple(i for i, table_rows in enumerate(records) if table_rows)
-    arguments = _fence_args(group_id, ordered, outbox_lock=outbox)
+    arguments = _fence_args(group_id, ordered)
     for i in written:
         width = len(_ALL[i][1])
         table_rows = records[i]
         arguments += [[row[c] for row in table_rows] for c in range(width)]
-    started = time.perf_counter()
     found = await driver.fetchval(_insert_statement(written), *arguments)
     ended = time.perf_counter()
-    if found is not None:
-        return Written(_moved(ordered, found), None, ended)
-    # the outbox lock is taken inside the statement: its hold is at most the statement's time
-    return Written(None, started if outbox else None, ended)
+    return Written(None if found is None else _moved(ordered, found), ended)
 
 
 @cache
@@ -263,11 +248,9 @@ def _insert_statement(written: tuple[int, ...]) -> str:
             arrays.append(f"${n}::{table.c[name].type.compile(dialect=dialect)}[]")
         names = ", ".join(f'"{name}"' for name in columns)
         # Names and types come from schema.py, never from input (the rows go as parameters).
-        # The rows go in in the arrays' order, so an outbox position (a default) follows it.
         parts.append(
             f"INSERT INTO {table.name} ({names}) SELECT {names} FROM unnest({', '.join(arrays)})"  # noqa: S608
-            f" WITH ORDINALITY AS u({names}, row_number)"
-            " WHERE (SELECT moved FROM fence) IS NULL ORDER BY row_number"
+            f" AS u({names}) WHERE (SELECT moved FROM fence) IS NULL"
         )
     clauses = "".join(f", w{k} AS ({part})" for k, part in enumerate(parts))
     return f"WITH fence AS ({_FENCE} AS moved){clauses} SELECT moved FROM fence"  # noqa: S608

@@ -1,7 +1,9 @@
 """The metric names the alerts and the dashboard may use, and a PromQL name checker.
 
 The list is the service's contract with its operators (docs/runbook.md): the
-PrometheusRule and the Grafana dashboard may reference these series only. The
+PrometheusRule and the Grafana dashboard may reference these series only, and
+tests/deploy/test_metrics_contract.py holds every entry to a metric the service
+really exports (``referee.service.metrics.Metrics``), with its kind and labels. The
 Prometheus client appends ``_total`` to counters; histograms expose ``_bucket``,
 ``_sum`` and ``_count``.
 
@@ -26,7 +28,9 @@ METRICS: dict[str, tuple[str, frozenset[str]]] = {
     "referee_verdicts_total": ("counter", frozenset({"type"})),
     "referee_events_consumed_total": ("counter", frozenset({"type"})),
     "referee_duplicates_total": ("counter", frozenset()),
-    "referee_relay_leader": ("gauge", frozenset()),
+    "referee_relay_partitions": ("gauge", frozenset()),
+    "referee_published_total": ("counter", frozenset({"topic"})),
+    "referee_relay_transactions_total": ("counter", frozenset({"outcome"})),
     "referee_assigned_partitions": ("gauge", frozenset()),
     "referee_rebalances_total": ("counter", frozenset()),
     "referee_last_batch_timestamp_seconds": ("gauge", frozenset()),

@@ -46,11 +46,19 @@ def test_third_party_images_are_pinned() -> None:
     assert any(i.startswith("postgres:") for i in images)
 
 
-def test_topics_have_eight_partitions() -> None:
+def test_the_three_topics_get_one_partition_count() -> None:
+    """Input partition p publishes to partition p of the verdict and DLQ topics: serve
+    refuses topics whose counts differ, so kafka-init creates the three with one count and
+    checks the count of a topic that existed already."""
     script = "\n".join(compose()["services"]["kafka-init"]["command"])
-    assert "--partitions 8" in script
-    for topic in TOPICS:
-        assert topic in script
+    assert "partitions=8\n" in script
+    assert script.count("--partitions") == 1
+    assert '--partitions "$$partitions"' in script
+    (listed,) = re.findall(r'topics="([^"]+)"', script)
+    assert set(listed.split()) == TOPICS
+    assert script.count("for topic in $$topics; do") == 2  # create, then check each
+    assert "PartitionCount" in script
+    assert 'if [ "$$count" != "$$partitions" ]' in script
     env = compose()["services"]["referee"]["environment"]
     assert {env["REFEREE_INPUT_TOPIC"], env["REFEREE_VERDICT_TOPIC"], env["REFEREE_DLQ_TOPIC"]} == (
         TOPICS

@@ -99,7 +99,7 @@ def test_the_dashboard_shows_what_the_operators_need() -> None:
         "referee_consumer_lag",
         "referee_relay_unpublished_rows",
         "referee_relay_oldest_unpublished_seconds",
-        "referee_relay_leader",
+        "referee_relay_partitions",
         "referee_assigned_partitions",
         "referee_rebalances_total",
         "referee_batch_errors_total",
@@ -112,6 +112,20 @@ def test_the_dashboard_shows_what_the_operators_need() -> None:
     assert wanted <= used, f"no panel for {sorted(wanted - used)}"
     rejections = [p for p in panels() if "referee_rejections_total" in json.dumps(p["targets"])]
     assert any("by (reason)" in t["expr"] for p in rejections for t in p["targets"])
+
+
+def test_the_publishers_are_shown_per_instance() -> None:
+    """Each instance publishes the partitions it owns: the panels of the publishers say
+    which instance, as the alerts on them do."""
+    by_title = {p["title"]: p for p in panels()}
+    published = by_title["Published partitions"]["targets"][0]["expr"]
+    assert published.startswith("max by (pod) (referee_relay_partitions{")
+    for title in (
+        "Publishers: unpublished outbox rows",
+        "Publishers: age of the oldest unpublished row",
+    ):
+        assert by_title[title]["targets"][0]["expr"].startswith("max by (pod, outbox) (")
+    assert not [t for t in by_title if "leader" in t.lower()]
 
 
 def test_template_variables_query_known_metrics() -> None:

@@ -159,7 +159,7 @@ def test_probes_and_metrics_port(render: Renderer) -> None:
     docs = render(DEFAULT)
     container = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert container["args"] == ["serve"]
-    # /livez fails when the consumer loop or the relay is stuck; /healthz never does,
+    # /livez fails when the consumer loop or a publisher is stuck; /healthz never does,
     # so it only gates the start (startupProbe)
     assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
@@ -191,7 +191,11 @@ def test_existing_secret_is_used_and_not_created(render: Renderer) -> None:
     assert not by_kind(docs, "Secret")
     for doc in by_kind(docs, "Deployment") + by_kind(docs, "Job"):
         env = containers(doc)[0]["env"]
-        refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in env if "valueFrom" in e}
+        refs = {
+            e["name"]: e["valueFrom"]["secretKeyRef"]
+            for e in env
+            if "secretKeyRef" in e.get("valueFrom", {})
+        }
         assert refs["REFEREE_DATABASE_URL"] == {"name": "referee-credentials", "key": "url"}
         assert refs["REFEREE_KAFKA_SASL_USERNAME"] == {"name": "referee-credentials", "key": "user"}
 
@@ -268,6 +272,11 @@ def test_keda_scales_on_the_input_topic_lag(render: Renderer) -> None:
         (DEFAULT, {"kafka.ssl.caSecret": "ca"}, "not SSL or SASL_SSL"),
         (DEFAULT, {"kafka.ssl.clientSecret": "user"}, "clientSecret is set but"),
         (DEFAULT, {"kafka.ssl.keyPasswordKey": "pw"}, "keyPasswordKey is set but"),
+        (
+            DEFAULT,
+            {"kafka.heartbeatIntervalMs": "3334"},
+            "kafka.heartbeatIntervalMs (3334) must be at most a third of kafka.sessionTimeoutMs",
+        ),
     ],
 )
 def test_bad_values_fail_the_render(

@@ -179,6 +179,11 @@ def test_the_shipped_values_meet_the_schema(values: Path) -> None:
         ("podAntiAffinity", "sometimes", "/podAntiAffinity"),
         ("networkPolicy.egress.kafka.ports[0]", "0", "/networkPolicy/egress/kafka/ports"),
         ("keda.offsetResetPolicy", "newest", "/keda/offsetResetPolicy"),
+        ("kafka.heartbeatIntervalMs", "5", "/kafka/heartbeatIntervalMs"),
+        ("kafka.staticMembership", "sometimes", "/kafka/staticMembership"),
+        ("config.relayProcess", "true", "relayProcess"),  # removed with the relay process
+        ("config.consumerProcesses", "2", "consumerProcesses"),  # one process per pod
+        ("metrics.prometheusRule.noRelayLeader.enabled", "true", "noRelayLeader"),
         ("autoscaling.targetCPUUtilizationPercentage", "150", "targetCPUUtilizationPercentage"),
     ],
 )
@@ -198,8 +203,6 @@ def test_the_values_schema_refuses(render: Renderer, key: str, value: str, where
         (DEFAULT, {"replicaCount": "7"}, "true"),
         (DEFAULT, {"replicaCount": "8"}, "false"),  # a surge pod would have none
         (DEFAULT, {"replicaCount": "4", "kafka.partitions": "4"}, "false"),
-        (DEFAULT, {"config.consumerProcesses": "3"}, "true"),  # 6 members, 8 partitions
-        (DEFAULT, {"config.consumerProcesses": "4"}, "false"),  # 8 members: a surge has none
         (HPA, {}, "false"),  # an autoscaler can reach the partition count
         (ALL, {"readiness.requirePartition": "auto"}, "false"),  # KEDA
         (ALL, {}, "true"),  # explicit
@@ -214,6 +217,56 @@ def test_readiness_requires_a_partition_unless_pods_can_outnumber_them(
     assert settings_configmap(docs)["data"]["REFEREE_READY_REQUIRES_PARTITION"] == expected
     job_env = {e["name"]: e.get("value") for e in containers(one(docs, "Job"))[0]["env"]}
     assert job_env["REFEREE_READY_REQUIRES_PARTITION"] == expected
+
+
+# --------------------------------------------------------- consumer group --
+
+
+def deployment_env(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    container = containers(one(docs, "Deployment"))[0]
+    return {e["name"]: e for e in container["env"]}
+
+
+def test_one_container_one_process_per_pod(render: Renderer) -> None:
+    """A pod is one member of the group: no setting forks consumer or relay processes."""
+    for values in (DEFAULT, ALL, HPA):
+        docs = render(values)
+        assert len(containers(one(docs, "Deployment"))) == 1
+        config = settings_configmap(docs)["data"]
+        assert "REFEREE_CONSUMER_PROCESSES" not in config
+        assert "REFEREE_RELAY_PROCESS" not in config
+
+
+def test_heartbeat_and_session_timeout_reach_the_pods(render: Renderer) -> None:
+    default = settings_configmap(render(DEFAULT))["data"]
+    assert default["REFEREE_KAFKA_HEARTBEAT_INTERVAL_MS"] == "250"
+    assert default["REFEREE_KAFKA_SESSION_TIMEOUT_MS"] == "10000"
+    tuned = settings_configmap(render(ALL))["data"]
+    assert tuned["REFEREE_KAFKA_HEARTBEAT_INTERVAL_MS"] == "1000"
+    assert tuned["REFEREE_KAFKA_SESSION_TIMEOUT_MS"] == "30000"
+    edge = settings_configmap(render(DEFAULT, **{"kafka.heartbeatIntervalMs": "3333"}))
+    assert edge["data"]["REFEREE_KAFKA_HEARTBEAT_INTERVAL_MS"] == "3333"  # exactly a third
+
+
+def test_static_membership_names_each_member_after_its_pod(render: Renderer) -> None:
+    env = deployment_env(render(ALL))
+    assert env["REFEREE_KAFKA_GROUP_INSTANCE_ID"] == {
+        "name": "REFEREE_KAFKA_GROUP_INSTANCE_ID",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+    }
+    docs = render(ALL)
+    assert "REFEREE_KAFKA_GROUP_INSTANCE_ID" not in settings_configmap(docs)["data"]
+    job_env = {e["name"] for e in containers(one(docs, "Job"))[0]["env"]}
+    assert "REFEREE_KAFKA_GROUP_INSTANCE_ID" not in job_env  # migrate joins no group
+
+
+def test_dynamic_membership_by_default(render: Renderer) -> None:
+    for values in (DEFAULT, HPA):
+        docs = render(values)
+        assert "REFEREE_KAFKA_GROUP_INSTANCE_ID" not in deployment_env(docs)
+        assert "REFEREE_KAFKA_GROUP_INSTANCE_ID" not in settings_configmap(docs)["data"]
+    off = render(ALL, **{"kafka.staticMembership": "false"})
+    assert "REFEREE_KAFKA_GROUP_INSTANCE_ID" not in deployment_env(off)
 
 
 # ----------------------------------------------------------------- strategy --

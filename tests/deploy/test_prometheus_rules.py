@@ -29,8 +29,8 @@ ALERTS = {
     "RefereeRejectionRateHigh",
     "RefereeBatchErrors",
     "RefereeRecordsQuarantined",
-    "RefereeNoRelayLeader",
     "RefereePartitionsUnowned",
+    "RefereeUnpublishedPartitions",
     "RefereeRelayBacklog",
     "RefereeRelayStale",
 }
@@ -109,6 +109,13 @@ def test_promtool_unit_tests_of_the_rules(render: Renderer, promtool: Path, tmp_
         if case.get("exp_alerts")
     }
     assert firing == ALERTS, f"alerts never shown to fire: {ALERTS - firing}"
+    quiet = {
+        case["alertname"]
+        for t in tests
+        for case in t.get("alert_rule_test", [])
+        if not case.get("exp_alerts")
+    }
+    assert quiet == ALERTS, f"alerts never shown to stay quiet: {ALERTS - quiet}"
 
 
 @pytest.mark.parametrize(
@@ -117,6 +124,7 @@ def test_promtool_unit_tests_of_the_rules(render: Renderer, promtool: Path, tmp_
         ("metrics.prometheusRule.consumerLagGrowing.threshold", "50000"),
         ("metrics.prometheusRule.relayStale.for", "30m"),
         ("kafka.partitions", "10"),
+        ("metrics.prometheusRule.unpublishedPartitions.for", "30m"),
     ],
 )
 def test_the_unit_tests_notice_a_changed_rule(
@@ -139,10 +147,40 @@ def test_alerts_are_scoped_to_the_release(render: Renderer) -> None:
         assert 'namespace="games",service="referee"' in rule["expr"]
 
 
-def test_partitions_unowned_compares_with_kafka_partitions(render: Renderer) -> None:
-    rule = alerts(rule_spec(render(HPA)))["RefereePartitionsUnowned"]
-    assert rule["expr"].rstrip().endswith("< 12")
+@pytest.mark.parametrize(
+    ("alert", "metric"),
+    [
+        ("RefereePartitionsUnowned", "referee_assigned_partitions"),
+        ("RefereeUnpublishedPartitions", "referee_relay_partitions"),
+    ],
+)
+def test_partitions_owned_and_published_compare_with_kafka_partitions(
+    render: Renderer, alert: str, metric: str
+) -> None:
+    """Both sum a per-instance count of partitions over the release and compare it with
+    the input topic's partition count; no instance reporting counts as 0."""
+    rule = alerts(rule_spec(render(HPA)))[alert]
+    expr = rule["expr"].strip()
+    assert expr == (
+        f'(sum by (namespace, job) ({metric}{{namespace="games",service="referee"}}) '
+        "or on () vector(0)) < 12"
+    )
     assert "12 input partitions" in rule["annotations"]["description"]
+
+
+def test_the_publishers_alerts_name_the_instance(render: Renderer) -> None:
+    """A partition's publisher runs on the instance that owns it: the backlog and the
+    staleness are that instance's, and the alert says which pod."""
+    rules = alerts(rule_spec(render(ALL)))
+    for name in ("RefereeRelayBacklog", "RefereeRelayStale"):
+        assert rules[name]["expr"].startswith("max by (namespace, job, pod, outbox) ("), name
+        assert "$labels.pod" in rules[name]["annotations"]["description"], name
+
+
+def test_no_alert_on_the_global_relay(render: Renderer) -> None:
+    text = yaml.safe_dump(rule_spec(render(ALL)))
+    assert "referee_relay_leader" not in text
+    assert "RefereeNoRelayLeader" not in text
 
 
 def test_alerts_can_be_switched_off_one_by_one(render: Renderer) -> None:
@@ -176,7 +214,25 @@ def test_every_alert_links_its_runbook_section(render: Renderer) -> None:
         assert rule["annotations"]["summary"]
         assert rule["annotations"]["description"]
     default_url = alerts(rule_spec(render(DEFAULT, **{"metrics.prometheusRule.enabled": "true"})))[
-        "RefereeNoRelayLeader"
+        "RefereeUnpublishedPartitions"
     ]["annotations"]["runbook_url"]
-    assert default_url == "docs/runbook.md#refereenorelayleader"
+    assert default_url == "docs/runbook.md#refereeunpublishedpartitions"
     assert (ROOT / default_url.partition("#")[0]).is_file()
+
+
+def test_links_into_the_runbook_land_on_a_section() -> None:
+    """Every `runbook.md#anchor` of the docs and the chart names a heading of the runbook."""
+    runbook = RUNBOOK.read_text()
+    anchors = {github_anchor(h) for h in re.findall(r"^##+ (.+)$", runbook, flags=re.MULTILINE)}
+    sources = [ROOT / "README.md", CHART / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    linked = {}
+    for source in sources:
+        text = source.read_text()
+        for anchor in re.findall(r"runbook\.md#([\w-]+)", text):
+            linked[anchor] = source.name
+        if source == RUNBOOK:
+            for anchor in re.findall(r"\]\(#([\w-]+)\)", text):
+                linked[anchor] = source.name
+    assert {"adding-input-partitions", "upgrading-from-01-the-global-relay"} <= set(linked)
+    missing = {a: where for a, where in linked.items() if a not in anchors}
+    assert not missing, f"links to no section of docs/runbook.md: {missing}"

@@ -94,22 +94,3 @@ async def execute(url: str, query: str, *args: object) -> str:
         return str(await conn.execute(query, *args))
     finally:
         await conn.close()
-
-
-# The session holding the relay's advisory lock (a bigint key: classid is its high half,
-# objid its low half, objsubid 1), with its application_name.
-RELAY_LOCK_HOLDERS = (
-    "SELECT a.pid, a.application_name FROM pg_locks l "
-    "JOIN pg_stat_activity a ON a.pid = l.pid "
-    "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
-    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-    "AND (l.classid::bigint << 32) | l.objid::bigint = $1"
-)
-
-
-async def relay_lock_holders(conn: asyncpg.Connection) -> list[tuple[int, str]]:
-    """(pid, application_name) of the sessions of this database holding the relay lock."""
-    from referee.store.locks import RELAY_LOCK
-
-    rows = await conn.fetch(RELAY_LOCK_HOLDERS, RELAY_LOCK)
-    return [(int(r["pid"]), str(r["application_name"])) for r in rows]

@@ -1,6 +1,7 @@
-"""The wire actions' ``to_domain`` builds the domain events with ``tuple.__new__`` (once per
-input event, cheaper than the named tuples' generated ``__new__``): held here, field by field
-and by name, to the plain keyword constructors, so a field put in the wrong place fails."""
+"""The wire actions' ``to_domain`` builds the domain events through the events' own builders
+(``tile_played`` and the others: once per input event, cheaper than the named tuples'
+generated ``__new__``): held here, field by field and by name, to the plain keyword
+constructors, so a field put in the wrong place fails."""
 
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ from tests.integration.kafka.conftest import Stack, bootstrap, close_stack, open
 __all__ = ["admin_url", "bootstrap", "empty_database", "migrated_database"]
 
 MakeStack = Callable[..., Any]
-"""``await make_stack(partitions=4)``: an isolated stack (database and topics)."""
+"""``await make_stack(partitions=4, migrated=True)``: an isolated stack (database and
+topics)."""
 Simulated = Callable[..., Path]
 """``simulated(games, seed, *extra)``: a cached ``referee simulate`` log."""
 
@@ -37,8 +38,8 @@ async def make_stack(
     """Returns an async factory of isolated stacks (database + topics); cleans them all up."""
     made: list[Stack] = []
 
-    async def factory(partitions: int = 4) -> Stack:
-        s = await open_stack(bootstrap, admin_url, tmp_path, partitions)
+    async def factory(partitions: int = 4, *, migrated: bool = True) -> Stack:
+        s = await open_stack(bootstrap, admin_url, tmp_path, partitions, migrated=migrated)
         made.append(s)
         return s
 

@@ -67,7 +67,7 @@ async def test_broker_restart_mid_stream(
         assert progress is not None
     finally:
         figures["batch_failures"] = count_in_logs(stack, "batch failed")
-        figures["relay_failures"] = count_in_logs(stack, "relay failed")
+        figures["publisher_failures"] = count_in_logs(stack, "publisher failed")
         figures["peak_rss_mb"] = await rss.stop()
         await store.close()
         figures.emit()
@@ -107,7 +107,7 @@ async def test_postgres_restart_mid_stream(
         assert progress is not None
     finally:
         figures["batch_failures"] = count_in_logs(stack, "batch failed")
-        figures["relay_failures"] = count_in_logs(stack, "relay failed")
+        figures["publisher_failures"] = count_in_logs(stack, "publisher failed")
         figures["peak_rss_mb"] = await rss.stop()
         await store.close()
         figures.emit()

@@ -23,7 +23,7 @@ import pytest
 from referee.contracts.rejection import KafkaSource
 from referee.processing.step import InputRecord, ProcessingStep
 from referee.store.database import create_engine
-from referee.store.step_store import PostgresStepStore, PostgresStepTransaction
+from referee.store.step_store import PostgresStepReads, PostgresStepStore
 from tests.integration.conftest import fetch
 from tests.reliability.conftest import Simulated
 
@@ -76,14 +76,14 @@ async def test_revocation_while_a_batch_reads_prints_commits_no_misjudgement(
     step = ProcessingStep(PostgresStepStore(engine), "g")
     try:
         await step.process(records[:10])  # the game is now stored and cached
-        real = PostgresStepTransaction.load_prints
+        real = PostgresStepReads.load_prints
 
         async def revoked_meanwhile(*args: Any, **kwargs: Any) -> Any:
             revoke_concurrently(step, pending)  # on_partitions_revoked, mid-batch
             await asyncio.sleep(0)
             return await real(*args, **kwargs)
 
-        monkeypatch.setattr(PostgresStepTransaction, "load_prints", revoked_meanwhile)
+        monkeypatch.setattr(PostgresStepReads, "load_prints", revoked_meanwhile)
         # giving up (and retrying later) would be a correct outcome
         with contextlib.suppress(Exception):
             await step.process(records[10:20])
@@ -109,7 +109,7 @@ async def test_revoked_partition_leaves_no_stale_game_in_the_cache(
         await b.process(records[:10])
         # instance a owns the partition and loads the game, but the partition is revoked
         # while it waits for the stored versions; its batch still commits (it holds the fence)
-        real = PostgresStepTransaction.load_games
+        real = PostgresStepReads.load_games
 
         async def revoked_meanwhile(*args: Any, **kwargs: Any) -> Any:
             loaded = await real(*args, **kwargs)
@@ -117,7 +117,7 @@ async def test_revoked_partition_leaves_no_stale_game_in_the_cache(
             await asyncio.sleep(0)
             return loaded
 
-        monkeypatch.setattr(PostgresStepTransaction, "load_games", revoked_meanwhile)
+        monkeypatch.setattr(PostgresStepReads, "load_games", revoked_meanwhile)
         await a.load_positions(TOPIC, [0])
         with contextlib.suppress(Exception):  # giving up is a correct outcome
             await a.process(records[10:20])

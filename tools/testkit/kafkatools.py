@@ -18,7 +18,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from referee.service.relay import partition_ids
+from referee.service.tails import partition_ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +154,15 @@ def serve(
     batch_size: int = 500,
     extra_env: dict[str, str] | None = None,
     module: str = "referee",
+    python: str = sys.executable,
+    cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """Starts ``referee serve`` in a subprocess with its output in ``log_path``.
 
     ``module`` is what ``python -m`` runs: the referee, or a test's wrapper of it that puts
-    a fault in place first (``tests.faults``).
+    a fault in place first (``tests.faults``); ``python`` the interpreter and ``cwd`` the
+    directory it runs in (another release's tree and virtual environment, in the upgrade
+    tests).
     """
     env = {
         **os.environ,
@@ -176,5 +180,5 @@ def serve(
     }
     handle = log_path.open("ab")
     return subprocess.Popen(
-        [sys.executable, "-m", module, "serve"], env=env, stdout=handle, stderr=handle
+        [python, "-m", module, "serve"], env=env, stdout=handle, stderr=handle, cwd=cwd
     )

@@ -128,6 +128,9 @@ Checks of the values; included by every template so that a bad value fails
 {{- if and .Values.kafka.ssl.keyPasswordKey (not .Values.kafka.ssl.clientSecret) -}}
 {{- fail "kafka.ssl.keyPasswordKey is set but kafka.ssl.clientSecret is not" -}}
 {{- end -}}
+{{- if gt (mul 3 (int .Values.kafka.heartbeatIntervalMs)) (int .Values.kafka.sessionTimeoutMs) -}}
+{{- fail (printf "kafka.heartbeatIntervalMs (%d) must be at most a third of kafka.sessionTimeoutMs (%d)" (int .Values.kafka.heartbeatIntervalMs) (int .Values.kafka.sessionTimeoutMs)) -}}
+{{- end -}}
 {{- if and (not .Values.existingSecret.name) (not .Values.database.url) -}}
 {{- fail "set database.url (postgresql+asyncpg://USER:PASSWORD@HOST:5432/DB) or existingSecret.name" -}}
 {{- end -}}
@@ -162,6 +165,7 @@ REFEREE_GROUP_ID: {{ .Values.kafka.groupId | quote }}
 REFEREE_RELAY_TRANSACTIONAL_ID: {{ .Values.kafka.relayTransactionalId | quote }}
 {{- end }}
 REFEREE_KAFKA_SESSION_TIMEOUT_MS: {{ .Values.kafka.sessionTimeoutMs | toString | quote }}
+REFEREE_KAFKA_HEARTBEAT_INTERVAL_MS: {{ .Values.kafka.heartbeatIntervalMs | toString | quote }}
 REFEREE_BATCH_SIZE: {{ .Values.config.batchSize | toString | quote }}
 REFEREE_BATCH_LINGER_MS: {{ .Values.config.batchLingerMs | toString | quote }}
 REFEREE_MAX_EVENT_BYTES: {{ .Values.config.maxEventBytes | toString | quote }}
@@ -171,8 +175,6 @@ REFEREE_HTTP_PORT: {{ .Values.config.httpPort | toString | quote }}
 REFEREE_LOG_LEVEL: {{ .Values.config.logLevel | quote }}
 REFEREE_READY_REQUIRES_PARTITION: {{ include "referee.readyRequiresPartition" . | quote }}
 REFEREE_PIPELINE: {{ .Values.config.pipeline | toString | quote }}
-REFEREE_RELAY_PROCESS: {{ .Values.config.relayProcess | toString | quote }}
-REFEREE_CONSUMER_PROCESSES: {{ .Values.config.consumerProcesses | toString | quote }}
 REFEREE_LIVENESS_STALL_SECONDS: {{ .Values.config.livenessStallSeconds | toString | quote }}
 {{- with .Values.config.buildRevision }}
 REFEREE_BUILD_REVISION: {{ . | quote }}
@@ -181,15 +183,13 @@ REFEREE_BUILD_REVISION: {{ . | quote }}
 
 {{/*
 readiness.requirePartition: true/false as given; auto = false when the group's members
-(replicaCount x config.consumerProcesses) can outnumber the partitions
-(members >= kafka.partitions, or an autoscaler), since a member without a partition is
-healthy but would never become ready.
+(one per pod) can outnumber the partitions (replicaCount >= kafka.partitions, or an
+autoscaler), since a member without a partition is healthy but would never become ready.
 */}}
 {{- define "referee.readyRequiresPartition" -}}
 {{- $v := .Values.readiness.requirePartition -}}
-{{- $members := mul (int .Values.replicaCount) (int .Values.config.consumerProcesses) -}}
 {{- if eq (toString $v) "auto" -}}
-{{- if or .Values.autoscaling.enabled .Values.keda.enabled (ge $members (int .Values.kafka.partitions)) -}}
+{{- if or .Values.autoscaling.enabled .Values.keda.enabled (ge (int .Values.replicaCount) (int .Values.kafka.partitions)) -}}
 false
 {{- else -}}
 true

@@ -60,15 +60,19 @@ class Stack:
         )
 
 
-async def open_stack(bootstrap: str, admin_url: str, workdir: Path, partitions: int = 4) -> Stack:
-    """Creates a migrated database and fresh topics with ``partitions`` partitions each."""
+async def open_stack(
+    bootstrap: str, admin_url: str, workdir: Path, partitions: int = 4, *, migrated: bool = True
+) -> Stack:
+    """Creates a database (migrated, unless told not to) and fresh topics with
+    ``partitions`` partitions each."""
     url = await create_database(admin_url)
-    await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "referee", "migrate", "--database", url],
-        check=True,
-        capture_output=True,
-    )
+    if migrated:
+        await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "referee", "migrate", "--database", url],
+            check=True,
+            capture_output=True,
+        )
     topics = Topics.fresh()
     await create_topics(bootstrap, topics, partitions=partitions)
     return Stack(bootstrap, url, topics, workdir, group=f"g-{topics.input}")

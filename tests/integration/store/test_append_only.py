@@ -29,12 +29,16 @@ async def test_update_and_delete_fail_even_for_a_superuser(
         "VALUES ('v', 'g', 'GameWon', 1, 1, '{}');"
         "INSERT INTO dead_letters (journal_id, reason, body) VALUES (1, 'too_large', '{}');"
         "INSERT INTO consumer_positions VALUES ('grp', 't', 0, 1, 1, now());"
-        "INSERT INTO relay_checkpoints VALUES ('verdicts', 1, now())",
+        "INSERT INTO relay_checkpoints VALUES ('verdicts', 1, now());"
+        "INSERT INTO outbox_checkpoints VALUES ('verdicts', 't', 0, 1, now());"
+        "INSERT INTO input_partitions VALUES ('grp', 't', 4, now())",
     )
     column = {
         "consumer_positions": '"offset"',
         "game_versions": "version",
         "relay_checkpoints": "position",
+        "outbox_checkpoints": "position",
+        "input_partitions": "partitions",
     }.get(table, "recorded_at")
     with pytest.raises(asyncpg.InsufficientPrivilegeError, match="append-only"):
         await execute(migrated_database, f"UPDATE {table} SET {column} = {column}")

@@ -58,13 +58,23 @@ def awkward_rows() -> StepRows:
         GameVersionRow("g-1", BIG - 1, '{"players": ["ä", "b"], "round": null}', 1),
         GameVersionRow("g-2", 1, '{"note": "\\u00e9 and \\n"}', 2),
     ]
+    source = ("file:/logs/ünï.jsonl", 2**31 - 1)
     rows.verdicts += [
-        VerdictRow(f"v-{k}", "g-1", "FoulRecorded", BIG - k, 1, f'{{"k": {k}, "t": "ü"}}')
-        for k in (5, 1, 4, 2, 3)  # not sorted: the outbox keeps the rows' order
+        VerdictRow(
+            BIG - 10 + k,
+            f"v-{k}",
+            "g-1",
+            "FoulRecorded",
+            BIG - k,
+            1,
+            f'{{"k": {k}, "t": "ü"}}',
+            *source,
+        )
+        for k in (1, 2, 3, 4, 5)  # the positions the step reserved, ascending
     ]
     rows.dead_letters += [
-        DeadLetterRow(3, None, "malformed_json", '{"raw": "\\u0000"}'),
-        DeadLetterRow(4, b"\x00key\xff", "seq_gap", "{}"),
+        DeadLetterRow(7, 3, None, "malformed_json", '{"raw": "\\u0000"}', *source),
+        DeadLetterRow(BIG, 4, b"\x00key\xff", "seq_gap", "{}", *source),
     ]
     rows.positions += [
         PositionRow("replay", "file:/logs/ünï.jsonl", 2**31 - 1, BIG, 5),
@@ -105,7 +115,17 @@ async def test_insert_and_copy_append_the_same_rows(admin_url: str, migrated_dat
         await drop_database(admin_url, other)
     assert by_insert == by_copy
     assert set(by_insert) == set(TABLES)
-    assert [v["verdict_id"] for v in by_insert["verdicts"]] == [f"v-{k}" for k in (5, 1, 4, 2, 3)]
+    assert [v["verdict_id"] for v in by_insert["verdicts"]] == [f"v-{k}" for k in (1, 2, 3, 4, 5)]
+    assert [v["position"] for v in by_insert["verdicts"]] == [
+        BIG - 9,
+        BIG - 8,
+        BIG - 7,
+        BIG - 6,
+        BIG - 5,
+    ]
+    assert {(v["source_topic"], v["source_partition"]) for v in by_insert["verdicts"]} == {
+        ("file:/logs/ünï.jsonl", 2**31 - 1)
+    }
     assert by_insert["journal"][2]["raw"] == awkward_rows().journal[2].raw
     assert by_insert["journal"][1]["max_event_bytes"] is None
 
@@ -116,7 +136,8 @@ async def test_a_row_the_database_refuses_fails_the_whole_transaction(
 ) -> None:
     store = PostgresStepStore(create_engine(migrated_database), insert_below=insert_below)
     rows = awkward_rows()
-    rows.verdicts.append(rows.verdicts[0])  # the same verdict id twice: a unique violation
+    # the same verdict id twice (at another position): a unique violation
+    rows.verdicts.append(rows.verdicts[0]._replace(position=1))
 
     try:
         with pytest.raises(Exception, match="verdict_id"):

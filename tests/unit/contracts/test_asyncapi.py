@@ -13,7 +13,7 @@ import pytest
 
 from referee.contracts.wire import GAME_ID_PATTERN
 from referee.service.asyncapi import asyncapi_document, render_asyncapi
-from referee.service.relay import POSITION_HEADER
+from referee.service.tails import POSITION_HEADER
 
 HERE = Path(__file__).resolve().parent
 COMMITTED = HERE.parents[2] / "schemas" / "asyncapi.json"
@@ -144,8 +144,10 @@ def test_the_consumer_requirements_are_stated_where_consumers_look(doc: dict[str
         policy = by_address[address]["bindings"]["kafka"]["topicConfiguration"]
         assert policy["cleanup.policy"] == ["delete"]
     verdicts = by_address["domino.referee-verdicts"]["description"]
-    assert "murmur2 of the key" in verdicts
+    assert "the partition number of the input partition" in verdicts
     assert "as many partitions as domino.game-events" in verdicts
+    dead = by_address["domino.game-events.dlq"]["description"]
+    assert "as many partitions as the input topic" in dead
     (receive,) = (op for op in doc["operations"].values() if op["action"] == "receive")
     assert receive["bindings"]["kafka"]["groupId"] == {"type": "string", "enum": ["referee"]}
 

@@ -5,8 +5,18 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from referee.domain.events import (
+    End,
+    Passed,
+    TileDrawn,
+    TilePlayed,
+    passed,
+    tile_drawn,
+    tile_played,
+)
 from referee.domain.line import EMPTY_LINE, line_at
-from referee.domain.state import RoundState, round_state
+from referee.domain.rules import Rules
+from referee.domain.state import GameState, RoundState, game_state, new_game, round_state
 from referee.domain.tiles import BIT, SHOWING, bit_of
 
 values = st.integers(-3, 25)
@@ -64,3 +74,61 @@ def test_round_state_defaults_are_the_named_tuples() -> None:
 @given(left=st.integers(0, 18), right=st.integers(0, 18))
 def test_a_lines_mask_is_the_tiles_showing_either_end(left: int, right: int) -> None:
     assert line_at(left, right).mask == SHOWING[left] | SHOWING[right]
+
+
+@given(
+    players=st.lists(st.text("abcdef", min_size=1, max_size=4), min_size=2, max_size=6),
+    scores=st.lists(st.integers(-99, 999), min_size=1, max_size=6).map(tuple),
+    winner=st.none() | st.text("abc", min_size=1, max_size=3),
+    with_round=st.booleans(),
+)
+def test_game_state_builds_what_the_named_tuple_builds(
+    players: list[str], scores: tuple[int, ...], winner: str | None, with_round: bool
+) -> None:
+    names = tuple(dict.fromkeys(players))
+    game = new_game(names, Rules())
+    rnd = round_state(1, (0,) * len(names), 0, EMPTY_LINE, 0) if with_round else None
+    fields = (names, game.rules, game.seats, game.teams, scores, rnd, winner)
+    fast = game_state(*fields)
+    plain = GameState(
+        players=names,
+        rules=game.rules,
+        seats=game.seats,
+        teams=game.teams,
+        scores=scores,
+        round=rnd,
+        winner=winner,
+    )
+    assert type(fast) is GameState
+    assert fast._asdict() == plain._asdict()
+    assert game_state(*fields[:5]) == GameState(*fields[:5])
+    if rnd is not None:
+        assert game.with_round(rnd)._asdict() == game._replace(round=rnd)._asdict()
+        assert game.with_scores(scores, rnd)._asdict() == (
+            game._replace(scores=scores, round=rnd)._asdict()
+        )
+
+
+@given(
+    number=st.integers(1, 2**53),
+    player=st.text("abcdef", min_size=1, max_size=5),
+    tile=st.tuples(st.integers(0, 18), st.integers(0, 18)),
+    end=st.sampled_from([None, *End]),
+    train=st.none() | st.text("abc", min_size=1, max_size=3),
+)
+def test_the_action_builders_build_what_the_named_tuples_build(
+    number: int, player: str, tile: tuple[int, int], end: End | None, train: str | None
+) -> None:
+    played = tile_played(number, player, tile, end, train)
+    assert type(played) is TilePlayed
+    assert (
+        played._asdict()
+        == TilePlayed(round=number, player=player, tile=tile, end=end, train=train)._asdict()
+    )
+    assert tile_played(number, player, tile, end) == TilePlayed(number, player, tile, end)
+    drawn = tile_drawn(number, player, tile)
+    assert type(drawn) is TileDrawn
+    assert drawn._asdict() == TileDrawn(round=number, player=player, tile=tile)._asdict()
+    gone = passed(number, player)
+    assert type(gone) is Passed
+    assert gone._asdict() == Passed(round=number, player=player)._asdict()

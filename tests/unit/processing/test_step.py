@@ -18,11 +18,12 @@ import pytest
 
 from referee.contracts.parse import Unparsed
 from referee.contracts.rejection import KafkaSource
-from referee.processing import step as step_module
+from referee.processing import appends as appends_module
+from referee.processing import ids as ids_module
+from referee.processing.ids import BATCHES
 from referee.processing.ledger import Fingerprint, event_print, fingerprint
 from referee.processing.referee import Referee
 from referee.processing.step import (
-    JOURNAL_ID_BATCHES,
     InputRecord,
     PositionMoved,
     ProcessingStep,
@@ -80,7 +81,7 @@ async def test_a_batch_is_appended_whole_in_one_transaction() -> None:
     assert [r.id for r in store.journal] == sorted(r.id for r in store.journal)
     assert len(store.journal) == 50
     for p in {r.partition for r in batch}:
-        assert store.stored_position(GROUP, TOPIC, p) == max(
+        assert store.position_of(GROUP, TOPIC, p) == max(
             r.offset for r in batch if r.partition == p
         )
     assert {v.game_id for v in store.versions} == {json.loads(r.raw)["game_id"] for r in batch}, (
@@ -356,9 +357,7 @@ async def test_decoding_and_judging_a_batch_give_the_event_loop_its_turns(
     # With no time allowed between yields, the step yields after every record it decodes
     # and every record it judges: a batch of slow records cannot hold the loop (the
     # consumer's heartbeats and the probes run on it).
-    from referee.processing import step as step_module
-
-    monkeypatch.setattr(step_module, "YIELD_AFTER", 0.0)
+    monkeypatch.setattr(appends_module, "YIELD_AFTER", 0.0)
     turns = 0
     stop = asyncio.Event()
 
@@ -405,16 +404,16 @@ async def test_a_batch_of_cached_games_reads_nothing_from_the_store() -> None:
 async def test_large_batches_reserve_journal_ids_for_several_batches_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(step_module, "JOURNAL_ID_BLOCK", 8)  # the stream is short
+    monkeypatch.setattr(ids_module, "BLOCK", 8)  # the stream is short
     store = FakeStepStore()
     step = ProcessingStep(store, GROUP)
     size = 5  # a batch of more than the block's quarter: a reservation for four batches
-    rounds = 2 * JOURNAL_ID_BATCHES
+    rounds = 2 * BATCHES
     batches = [STREAM[i : i + size] for i in range(0, size * rounds, size)]
     assert len(batches[-1]) == size, "the stream is long enough"
     for batch in batches:
         await step.process(batch)
-    assert store.reservations == [JOURNAL_ID_BATCHES * size] * 2
+    assert store.reservations == [BATCHES * size] * 2
     ids = [r.id for r in store.journal]
     assert ids == list(range(1, len(ids) + 1)), "ascending, in processing order, no gap"
     await step.process(STREAM[size * rounds : size * rounds + 2])  # a small batch: the block
@@ -425,14 +424,14 @@ async def test_the_ids_in_hand_are_dropped_when_partitions_move() -> None:
     store = FakeStepStore()
     step = ProcessingStep(store, GROUP)
     await step.process(STREAM[:10])
-    reserved = store.next_id
+    reserved = store.sequences["journal"]
     await step.forget_partitions({(TOPIC, 0), (TOPIC, 1)})
     await step.process(STREAM[10:20])
     assert store.reads_opened == 2
     newer = [r.id for r in store.journal[10:]]
     assert min(newer) == reserved, "a block reserved after every id the step held"
     assert newer == sorted(newer)
-    reserved = store.next_id
+    reserved = store.sequences["journal"]
     await step.load_positions(TOPIC, [0, 1])
     await step.process(STREAM[20:30])
     assert min(r.id for r in store.journal[20:]) == reserved

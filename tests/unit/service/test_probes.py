@@ -25,9 +25,12 @@ class FakeStep:
         self.committed = {("events", 0): committed}
 
 
-class FakeRelay:
+class FakePublishers:
     def __init__(self, alive_at: float) -> None:
-        self.alive_at = alive_at
+        self.at = alive_at
+
+    def alive_at(self) -> float:
+        return self.at
 
 
 def service(**settings: Any) -> Service:
@@ -38,8 +41,9 @@ def service(**settings: Any) -> Service:
     s.joined = False
     s.consumer = None
     s.step = FakeStep(-1)  # type: ignore[assignment]
-    s.relay = FakeRelay(time.monotonic())  # type: ignore[assignment]
+    s.publishers = FakePublishers(time.monotonic())  # type: ignore[assignment]
     s.last_commit = time.monotonic()
+    s.draining = None
     return s
 
 
@@ -84,9 +88,18 @@ async def test_alive_while_idle_and_stuck_when_records_wait_without_a_commit() -
     assert (await s.liveness())[0], "a recent commit: it is working through them"
 
 
-async def test_stuck_when_the_relay_loop_has_not_come_round() -> None:
+async def test_stuck_when_a_publishers_loop_has_not_come_round() -> None:
     s = service(liveness_stall_seconds=5)
-    s.relay = FakeRelay(time.monotonic() - 30)  # type: ignore[assignment]
+    s.publishers = FakePublishers(time.monotonic() - 30)  # type: ignore[assignment]
     alive, why = await s.liveness()
     assert not alive
-    assert why.startswith("relay stuck")
+    assert why.startswith("publisher stuck")
+
+
+async def test_not_ready_while_added_input_partitions_wait() -> None:
+    s = service()
+    s.consumer = FakeConsumer(0)
+    s.joined = True
+    s.assigned = {TopicPartition("events", 0)}
+    s.draining = "the input topic 'events' has 8 partitions, the referee judges it under 4"
+    assert await readiness_problems(s) == s.draining

@@ -19,11 +19,13 @@ from aiokafka.errors import ConsumerStoppedError
 from aiokafka.structs import ConsumerRecord
 from faststream.kafka import TestKafkaBroker
 
+from referee.processing.records import OutboxChunk
 from referee.service.app import build
 from referee.service.batch import BatchHandler
 from referee.service.listener import PositionListener
 from referee.service.runtime import Service
 from referee.service.settings import Settings
+from referee.service.takeover import Judged
 from referee.store.database import create_engine
 from tests.fakes import FakeOutageError, FakeStepStore
 
@@ -84,26 +86,40 @@ class FakeConsumer:
 
 
 class FakeStep:
-    """The step's part in a rebalance: stored positions, and forgetting partitions."""
+    """The step's part in a rebalance: pausing, and taking partitions at their stored
+    positions."""
 
     def __init__(self, stored: dict[int, int], outages: int = 0) -> None:
         self.stored = stored
         self.outages = outages
-        self.forgotten: list[set[tuple[str, int]]] = []
+        self.paused = 0
+        self.taken: list[list[int]] = []
 
-    async def load_positions(self, topic: str, partitions: Iterable[int]) -> dict[int, int]:
+    async def pause(self) -> None:
+        self.paused += 1
+
+    async def take_partitions(self, topic: str, partitions: Iterable[int]) -> dict[int, int]:
         if self.outages:
             self.outages -= 1
             raise FakeOutageError("the store is restarting")
+        self.taken.append(list(partitions))
         return {p: self.stored[p] for p in partitions if p in self.stored}
 
-    async def forget_partitions(self, partitions: set[tuple[str, int]]) -> None:
-        self.forgotten.append(partitions)
+
+class FakePublishers:
+    """Which partitions the instance publishes."""
+
+    def __init__(self) -> None:
+        self.by_partition: dict[int, object] = {}
+
+    async def own(self, partitions: Iterable[int]) -> None:
+        self.by_partition = dict.fromkeys(partitions, object())
 
 
 def listening(service: Service, step: FakeStep) -> tuple[PositionListener, FakeConsumer]:
     consumer = FakeConsumer()
     service.step = step  # type: ignore[assignment]
+    service.publishers = FakePublishers()  # type: ignore[assignment]
     service.subscriber = type("Subscriber", (), {"consumer": consumer})()
     return PositionListener(service), consumer
 
@@ -129,9 +145,12 @@ async def test_an_empty_assignment_still_means_the_group_has_answered(service: S
     assert (await service.readiness())[1] != "not yet assigned by the consumer group"
 
 
-async def test_a_revoked_partition_is_forgotten_and_its_lag_series_dropped(
+async def test_a_rebalance_keeps_the_partitions_that_stay_and_forgets_the_others(
     service: Service,
 ) -> None:
+    """aiokafka revokes every partition at a rebalance: the step settles its write, and the
+    new assignment says what stays (its publisher and cached games kept) and what went (its
+    publisher stopped, its lag series dropped)."""
     step = FakeStep({0: 5, 1: 9})
     listener, _ = listening(service, step)
     topic = service.settings.input_topic
@@ -139,8 +158,12 @@ async def test_a_revoked_partition_is_forgotten_and_its_lag_series_dropped(
     await listener.on_partitions_assigned({tp0, tp1})
     service.metrics.consumer_lag.labels(topic, "0").set(7)
     service.metrics.consumer_lag.labels(topic, "1").set(3)
-    await listener.on_partitions_revoked({tp0})
-    assert step.forgotten == [{(topic, 0)}]
+    await listener.on_partitions_revoked({tp0, tp1})
+    assert step.paused == 1, "the write in flight settled before the partitions go"
+    assert service.assigned == set()
+    await listener.on_partitions_assigned({tp1})
+    assert step.taken == [[0, 1], [1]]
+    assert list(service.publishers.by_partition) == [1]
     assert service.assigned == {tp1}
     families = {
         tuple(sample.labels.values())
@@ -148,8 +171,29 @@ async def test_a_revoked_partition_is_forgotten_and_its_lag_series_dropped(
         for sample in metric.samples
     }
     assert families == {(topic, "1")}, "no series left for a partition no longer owned"
-    rebalances = service.metrics.rebalances._value.get()
-    assert rebalances == 2.0
+    assert service.metrics.rebalances._value.get() == 2.0
+
+
+async def test_partitions_beyond_those_judged_wait_unread_while_the_others_drain(
+    service: Service,
+) -> None:
+    """Partitions were added to the input topic: keys moved, so the new ones are paused (their
+    records wait in Kafka) and the instance says why, not ready; the old ones go on."""
+    step = FakeStep({1: 7})
+    listener, consumer = listening(service, step)
+    paused: list[TopicPartition] = []
+    consumer.pause = lambda *tps: paused.extend(tps)  # type: ignore[attr-defined]
+    topic = service.settings.input_topic
+    service.judged = Judged(topic, 2, 2)
+    await listener.on_partitions_assigned({TopicPartition(topic, 1), TopicPartition(topic, 2)})
+    assert [tp.partition for tp in paused] == [2]
+    assert step.taken == [[1]], "only the judged partition is taken"
+    assert consumer.seeks == [(1, 8)]
+    assert service.assigned == {TopicPartition(topic, 1)}, "the paused one is not waited on"
+    assert list(service.publishers.by_partition) == [1]
+    assert service.draining is not None
+    assert "has 3 partitions, the referee judges it under 2" in service.draining
+    assert (await service.readiness())[1].startswith("the input topic")
 
 
 class PollingConsumer:
@@ -198,26 +242,22 @@ async def test_the_consume_loop_polls_again_at_once_after_an_empty_poll(
     assert consumed == [("r1", "r2")], "the batch after the empty poll, whole, once"
 
 
-@pytest.mark.parametrize(
-    ("record", "woken"),
-    [
-        (event("GameStarted", 1, players=["ann", "bob"], rules={}), False),
-        (b"not json", True),
-    ],
-    ids=["moves-alone", "a-dead-letter"],
-)
-async def test_the_relay_is_woken_only_by_a_batch_that_appended_outbox_rows(
-    service: Service, record: bytes, woken: bool
+async def test_each_committed_batch_hands_its_partitions_outbox_rows_over(
+    service: Service,
 ) -> None:
-    """A batch of moves alone (no verdict, no dead letter) gives the relay nothing to read: it
-    is not woken (a live table commits hundreds of such batches a second); a rejected record
-    (a dead letter) wakes it."""
+    """Every transaction that commits hands each partition it moved a chunk (rows or none:
+    a batch of moves alone still moves the partition on), in commit order."""
+    handed: list[OutboxChunk] = []
+    service.step.on_appended = handed.extend
+    topic = service.settings.input_topic
     async with TestKafkaBroker(service.broker) as broker:
-        await broker.publish_batch(record, topic=service.settings.input_topic)
+        started = event("GameStarted", 1, players=["ann", "bob"], rules={})
+        await broker.publish_batch(started, b"not json", started, topic=topic)
         await service.step.settle()
-    assert isinstance(service.step.store, FakeStepStore)
-    assert len(service.step.store.journal) == 1, "the batch was committed"
-    assert service.relay.wake.is_set() is woken
+    [chunk] = handed  # (the test broker gives every record offset 0)
+    assert (chunk.topic, chunk.partition, chunk.after, chunk.through) == (topic, 0, -1, 0)
+    assert (len(chunk.verdicts), len(chunk.dead_letters)) == (0, 1)
+    assert chunk.dead_letters[0].source_partition == 0
 
 
 def consumer_record(offset: int, timestamp: int, value: bytes) -> ConsumerRecord[bytes, bytes]:
@@ -249,16 +289,41 @@ async def test_arrival_is_the_mean_age_of_the_stamped_records(service: Service) 
 
 
 @pytest.mark.parametrize("session_ms", [1000, 6000, 10_000, 45_000])
-def test_a_member_hears_of_a_rebalance_within_half_a_second(session_ms: int) -> None:
-    """A stable member learns that a rebalance began (a scaled-out instance, a second consumer
-    process joining a moment after the first) only from a heartbeat's answer, and the member
-    that joined consumes nothing until then: the interval is capped, and stays well inside
-    the session timeout (Kafka's guidance: at most a third of it)."""
+def test_a_member_hears_of_a_rebalance_within_a_quarter_second(session_ms: int) -> None:
+    """A stable member learns that a rebalance began (an instance scaled out, or gone) only
+    from a heartbeat's answer, and the whole group waits for it to rejoin: the interval is
+    short by default, and stays inside the session timeout (Kafka's guidance: at most a third
+    of it)."""
     settings = Settings(database_url=NOWHERE, group_id="g", kafka_session_timeout_ms=session_ms)
     _, built = build(settings, create_engine(NOWHERE))
     assert built.subscriber is not None
     options = built.subscriber._connection_args  # what the consumer is given
     heartbeat = options["heartbeat_interval_ms"]
     assert options["session_timeout_ms"] == session_ms
-    assert 0 < heartbeat <= 500
+    assert 0 < heartbeat <= 250
     assert heartbeat * 3 <= session_ms
+
+
+def test_a_heartbeat_longer_than_a_third_of_the_session_is_refused() -> None:
+    with pytest.raises(ValueError, match="at most a third of REFEREE_KAFKA_SESSION_TIMEOUT_MS"):
+        Settings(kafka_session_timeout_ms=1000, kafka_heartbeat_interval_ms=400)
+
+
+def test_static_membership_gives_the_consumer_its_instance_id() -> None:
+    settings = Settings(database_url=NOWHERE, group_id="g", kafka_group_instance_id="referee-3")
+    _, built = build(settings, create_engine(NOWHERE))
+    assert built.subscriber._connection_args["group_instance_id"] == "referee-3"
+    _, dynamic = build(Settings(database_url=NOWHERE, group_id="g"), create_engine(NOWHERE))
+    assert dynamic.subscriber._connection_args.get("group_instance_id") is None
+
+
+def test_a_rebalance_moves_only_the_partitions_it_must() -> None:
+    """The sticky assignor first (an instance gone or joined moves only what it must: the
+    others keep their cached games and publishers); round robin second, the only one of
+    release 0.1, so that a group with members of both agrees during a rolling upgrade."""
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+    _, built = build(Settings(database_url=NOWHERE, group_id="g"), create_engine(NOWHERE))
+    strategy = built.subscriber._connection_args["partition_assignment_strategy"]
+    assert tuple(strategy) == (StickyPartitionAssignor, RoundRobinPartitionAssignor)

@@ -1,21 +1,18 @@
-"""Scenario 7: sever the relay leader's database session while it publishes, again and again.
+"""Scenario 7: sever the owners' database sessions, and fence their publishers, while records
+are in flight.
 
-Two ``referee serve`` instances share one group; the log is fed steadily so verdicts keep
-flowing. The test watches the output topics' offsets (the high watermark includes records of
-open transactions, the last stable offset does not) and, while records are arriving, ends
-the backend of the session that holds the relay's advisory lock (``pg_terminate_backend``).
-The leader loses its lock with records in flight; the other instance (or the same one, after
-its backoff) takes the lead. A ``read_committed`` reader must then see every verdict exactly
-once, as ``referee replay`` of the same log gives them, and every rejection once on the DLQ.
-What a ``read_uncommitted`` reader would have seen (the aborted records) is recorded beside.
-
-A real successor needs up to a second to notice the free lock (it polls), and the severed
-leader's transaction is usually committed by then. So in two severings out of three the test
-plays the fastest possible successor: it takes the freed lock itself at once, initialises
-the relay's transactional id as a new leader does first (fencing the severed leader, whose
-open transaction is aborted), keeps the lock a few seconds (the outboxes fill up) and lets it
-go to the instances. The next blow lands on the new leader's catch-up, a long transaction.
-The rows of every aborted transaction must be published again, once, by a later leader.
+Two ``referee serve`` instances share one group and four partitions; the log is fed steadily
+so verdicts keep flowing. The test watches the output topics' offsets (the high watermark
+includes records of open transactions, the last stable offset does not) and, while a
+partition's transaction is open, ends the backend of an owner's session that is running a
+statement (a batch's write, or a publisher's read): the batch fails as an outage and is
+retried from the stored positions. In two severings out of three it also plays the fastest
+possible successor of that partition: it initialises the partition's transactional id as a
+new owner does first, which aborts the owner's open transaction; the owner is fenced, starts
+again (fencing the test in turn), reads its output partition's tail and publishes the rest.
+A ``read_committed`` reader must then see every verdict exactly once, as ``referee replay``
+of the same log gives them, and every rejection once on the DLQ. What a ``read_uncommitted``
+reader would have seen (the aborted records) is recorded beside.
 """
 
 from __future__ import annotations
@@ -32,9 +29,7 @@ import asyncpg
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from referee.service.relay import partition_ids
-from referee.store.locks import RELAY_LOCK
-from tests.integration.conftest import relay_lock_holders
+from referee.service.tails import partition_ids
 from tests.reliability.conftest import MakeStack, Simulated
 from tests.reliability.harness import (
     SOAK,
@@ -54,6 +49,12 @@ GAMES = 3000 if SOAK else 1000  # about 109 events a game
 FEED_SECONDS = 150 if SOAK else 45
 MID_PUBLISH_WAIT = 4.0  # how long to wait for records in flight before trying again
 
+# The referee's sessions running a statement now (not the test's own, not idle ones).
+ACTIVE_OWNER_SESSIONS = (
+    "SELECT pid, left(query, 40) AS query FROM pg_stat_activity "
+    "WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'"
+)
+
 
 @dataclass(frozen=True)
 class Offsets:
@@ -66,9 +67,9 @@ class Offsets:
     def total(self) -> int:
         return sum(self.high.values())
 
-    def open_transaction(self) -> bool:
-        """Some partition holds records of a transaction that is neither committed nor aborted."""
-        return any(self.high[tp] > self.stable[tp] for tp in self.high)
+    def open_transactions(self) -> list[TopicPartition]:
+        """The partitions holding records of a transaction neither committed nor aborted."""
+        return [tp for tp in self.high if self.high[tp] > self.stable[tp]]
 
 
 class OffsetWatch:
@@ -104,64 +105,56 @@ class OffsetWatch:
         await self.stable.stop()
 
 
-async def sever_mid_publish(db: asyncpg.Connection, watch: OffsetWatch) -> tuple[bool, str] | None:
-    """Terminates the relay leader's session while records are in flight.
+async def sever_mid_publish(
+    db: asyncpg.Connection, watch: OffsetWatch
+) -> tuple[list[TopicPartition], str] | None:
+    """Terminates an owner's session that runs a statement while records are in flight.
 
     Waits for a transaction to be open on an output partition; failing that, towards the end
-    of the wait, for records arriving (all there is to see of a non-transactional relay).
-    Returns (a transaction was open, the session's application_name), or None if it found
-    no moment to strike.
+    of the wait, for records arriving. Returns (the partitions with an open transaction, the
+    statement cut short), or None if it found no moment to strike.
     """
     started = time.monotonic()
     before = await watch.read()
     while (waited := time.monotonic() - started) < MID_PUBLISH_WAIT:
         now = await watch.read()
-        open_now = now.open_transaction()
+        open_now = now.open_transactions()
         arriving = now.total > before.total and waited > MID_PUBLISH_WAIT * 0.75
         if open_now or arriving:
-            holders = await relay_lock_holders(db)
-            if holders and await db.fetchval("SELECT pg_terminate_backend($1)", holders[0][0]):
-                return open_now, holders[0][1]
+            for session in await db.fetch(ACTIVE_OWNER_SESSIONS):
+                if await db.fetchval("SELECT pg_terminate_backend($1)", session["pid"]):
+                    return open_now, str(session["query"])
         before = now
         await asyncio.sleep(0.002)
     return None
 
 
-async def fence_at_once(
-    db: asyncpg.Connection, producer: AIOKafkaProducer, hold_seconds: float
-) -> bool:
-    """Takes the freed relay lock and fences the old leader as a successor would; True if so.
-
-    Then keeps the lock ``hold_seconds`` (an outage: the outboxes fill up, so the next
-    leader starts with a long transaction) and lets it go.
-    """
-    deadline = time.monotonic() + 0.5
-    while not await db.fetchval("SELECT pg_try_advisory_lock($1)", RELAY_LOCK):
-        if time.monotonic() > deadline:
-            return False  # an instance was quicker (or the severed session lingers)
-        await asyncio.sleep(0.002)
+async def fence_at_once(bootstrap: str, transactional_id: str) -> bool:
+    """Initialises a partition's transactional id as its next owner would: the owner's open
+    transaction is aborted and its producer fenced."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id)
     try:
-        await producer.start()  # the init: aborts the severed leader's open transaction
-        await producer.stop()
-        await asyncio.sleep(hold_seconds)
+        await producer.start()
+    except Exception:  # noqa: BLE001 - a concurrent init: the owner was quicker
+        return False
     finally:
-        await db.fetchval("SELECT pg_advisory_unlock($1)", RELAY_LOCK)
+        await producer.stop()
     return True
 
 
-async def test_severed_relay_leader_publishes_nothing_twice(
+async def test_severed_owner_sessions_and_fenced_publishers_publish_nothing_twice(
     make_stack: MakeStack, simulated: Simulated, tmp_path: Path
 ) -> None:
     stack = await make_stack(partitions=4)
     log = simulated(GAMES, 23, "--foul-rate", "0.02", "--bad-rate", "0.005")
     records = keyed_lines(log)
-    figures = Figures("fenced_relay")
-    rng = random.Random(20261201)
+    figures = Figures("severed_owner")
+    rng = random.Random(20261204)
     rss = RssWatch()
     watch = OffsetWatch(stack.bootstrap, [stack.topics.verdicts, stack.topics.dlq])
     db = await asyncpg.connect(plain(stack.database_url))
-    severed = open_transactions = gave_up = fenced_at_once = 0
-    names: Counter[str] = Counter()
+    severed = with_open_transaction = gave_up = fenced = 0
+    statements: Counter[str] = Counter()
     try:
         await watch.start()
         for name in ("a", "b"):
@@ -177,29 +170,25 @@ async def test_severed_relay_leader_publishes_nothing_twice(
             if caught is None:
                 gave_up += 1
             else:
-                open_now, name = caught
+                open_now, statement = caught
                 severed += 1
-                names[name or "(none)"] += 1
+                statements[statement.split(" ")[0] or "(none)"] += 1
                 if open_now:
-                    open_transactions += 1
-                    # two open transactions in three: the fastest successor, played by the test
-                    if open_transactions % 3 != 0:
-                        successor = AIOKafkaProducer(
-                            bootstrap_servers=stack.bootstrap,
-                            transactional_id=f"referee-relay.{stack.group}",
-                        )
-                        if await fence_at_once(db, successor, rng.uniform(2.0, 4.0)):
-                            fenced_at_once += 1
-                            continue  # strike again during the catch-up: a long transaction
-            # let a leader take over and publish a while before the next blow
+                    with_open_transaction += 1
+                    # two in three: the partition's fastest successor, played by the test
+                    if with_open_transaction % 3 != 0:
+                        partition = rng.choice(open_now).partition
+                        transactional_id = f"referee-relay.{stack.group}.{partition}"
+                        fenced += await fence_at_once(stack.bootstrap, transactional_id)
+            # let the owners recover and publish a while before the next blow
             await asyncio.sleep(rng.uniform(0.2, 1.5))
         await feeding
         figures["events"] = len(records)
-        figures["severed_mid_publish"] = severed
-        figures["severed_with_open_transaction"] = open_transactions
+        figures["severed_mid_statement"] = severed
+        figures["severed_with_open_transaction"] = with_open_transaction
         figures["waits_without_records_in_flight"] = gave_up
-        figures["fenced_at_once_by_the_test"] = fenced_at_once
-        figures["relay_session_names"] = dict(names)
+        figures["fenced_at_once_by_the_test"] = fenced
+        figures["statements_cut"] = dict(statements)
         await verify(stack, log, tmp_path, figures)
         # what a consumer reading read_uncommitted would have got: the aborted records too
         for label, topic in (("verdict", stack.topics.verdicts), ("dlq", stack.topics.dlq)):
@@ -214,12 +203,14 @@ async def test_severed_relay_leader_publishes_nothing_twice(
                     n - 1 for n in ids.values() if n > 1
                 )
     finally:
-        figures["relay_leaderships"] = count_in_logs(stack, "relay leads")
-        figures["relay_fenced"] = count_in_logs(stack, "relay fenced")
-        figures["relay_failures"] = count_in_logs(stack, "relay failed")
+        figures["publisher_resumes"] = count_in_logs(stack, "publisher resumes")
+        figures["publisher_fenced"] = count_in_logs(stack, "publisher fenced")
+        figures["publisher_failures"] = count_in_logs(stack, "publisher failed")
         figures["batch_failures"] = count_in_logs(stack, "batch failed")
         figures["peak_rss_mb"] = await rss.stop()
         await watch.stop()
         await db.close()
         figures.emit()
     assert severed >= SEVERINGS, f"only {severed} severings hit records in flight"
+    assert with_open_transaction >= 10, "at least 10 with a transaction open"
+    assert fenced >= 1, "an owner fenced mid-transaction at least once"

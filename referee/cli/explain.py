@@ -1,0 +1,184 @@
+"""``referee explain``: the evidence behind every verdict of a log or of the store.
+
+Text for people by default (each game's story, told once the game is over or the log ends),
+``--json`` for tools (one object a verdict, as it comes). The records are read as ``replay``
+reads a log and as ``audit`` reads the store, and judged by the same referee.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+from referee.cli.args import close_output, open_log, open_output
+from referee.cli.errors import EXIT_OK, UsageError
+from referee.contracts.explanation import explanation_wire
+from referee.contracts.rejection import FileSource
+from referee.contracts.verdicts import encode_canonical
+from referee.domain.secrecy import SPECTATOR, viewer
+from referee.processing.explanations import (
+    Chapter,
+    Explained,
+    Explainer,
+    Request,
+    explain_records,
+)
+from referee.processing.outcome import Outcome
+from referee.processing.referee import Referee
+
+if TYPE_CHECKING:  # the store's modules load only for --database/--embedded
+    from referee.cli.store_commands import Database
+    from referee.service.settings import Settings
+
+
+def explain(args: argparse.Namespace) -> int:
+    """``referee explain LOG`` or ``referee explain --database [URL]``."""
+    if args.seq is not None and args.game is None:
+        raise UsageError("--seq N needs --game ID: a seq is a place in one game's stream")
+    database = args.database
+    if (
+        database
+        and "://" not in database
+        and (Path(database).exists() or database.endswith(".jsonl"))
+    ):
+        raise UsageError(
+            f"--database {database} is a log, not a URL: referee explain {database}, or "
+            "referee explain --database [URL] for the store"
+        )
+    from_store = database is not None or args.embedded
+    if from_store and args.log is not None:
+        raise UsageError("give a LOG or --database/--embedded, not both")
+    if not from_store and args.log is None:
+        raise UsageError("nothing to explain: give a LOG (- for standard input) or --database")
+    request = Request(args.game, args.seq, viewer(args.reader))
+    explainer = Explainer(request, Referee(args.max_event_bytes))
+    if from_store:
+        from referee.cli.store_commands import choose_database, settings_or_exit
+
+        settings = settings_or_exit()
+        db = choose_database(args.database or None, embedded=args.embedded, settings=settings)
+        where = db.shown
+    else:
+        log = open_log(args.log)
+        where = str(log) if isinstance(log, Path) else "standard input"
+    out = open_output(args.output, "--output", log=None if from_store else log)
+    try:
+        writer = _Writer(out, request, json=args.json)
+        if from_store:
+            _from_store(db, settings, explainer, writer)
+        else:
+            for chapter in explain_records(_records(log, where), explainer):
+                writer.write(chapter)
+        writer.close()
+    finally:
+        close_output(out)
+    _check_found(explainer, request, where)
+    return EXIT_OK
+
+
+def _from_store(db: Database, settings: Settings, explainer: Explainer, writer: _Writer) -> None:
+    """Explains the store's journal, read as ``audit`` reads it (exit 3 if unreachable)."""
+    from referee.cli.store_commands import reaching, require_schema
+    from referee.processing.explanations import explain_store
+    from referee.store.database import check_reachable, create_engine
+    from referee.store.views import StoreViews
+
+    async def run() -> None:
+        engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
+        try:
+            await check_reachable(engine)
+            await require_schema(engine, db, "explains")
+            views = StoreViews(engine)
+            async for chapter in explain_store(views, explainer, settings.max_event_bytes):
+                writer.write(chapter)
+        finally:
+            await engine.dispose()
+
+    with reaching(db):
+        asyncio.run(run())
+
+
+def _records(log: Path | BinaryIO, name: str) -> Iterator[tuple[bytes, FileSource]]:
+    from referee.processing.replay import Records, opened
+
+    stream = opened(log)
+    try:
+        for number, line in Records(stream):
+            yield line, FileSource(name, number)
+    finally:
+        if isinstance(log, Path):
+            stream.close()
+
+
+class _Writer:
+    """Writes chapters: JSON as they come; text a game at a time, once the game is over (its
+    ``GameWon``) or the log has ended, so that the games of a log do not interleave."""
+
+    def __init__(self, out: BinaryIO, request: Request, *, json: bool) -> None:
+        self.out = out
+        self.request = request
+        self.json = json
+        self.stories: dict[str, list[str]] = {}
+
+    def write(self, chapter: Chapter) -> None:
+        if self.json:
+            if isinstance(chapter, Explained):
+                wire = explanation_wire(
+                    chapter.verdict,
+                    chapter.evidence,
+                    view=self.request.reader.name,
+                    action=chapter.action,
+                )
+                self.out.write(encode_canonical(wire) + b"\n")
+            return
+        from referee.cli.explain_text import render
+
+        story = self.stories.setdefault(chapter.game_id, [])
+        story += render(chapter)
+        if isinstance(chapter, Explained) and chapter.verdict.__struct_config__.tag == "GameWon":
+            self._flush(chapter.game_id)
+
+    def _flush(self, game_id: str) -> None:
+        story = self.stories.pop(game_id)
+        self.out.write(("\n".join(story) + "\n\n").encode())
+
+    def close(self) -> None:
+        for game_id in list(self.stories):
+            self._flush(game_id)
+
+
+def _check_found(explainer: Explainer, request: Request, where: str) -> None:
+    """Fails (exit 2) when what was asked for is not there; says so when an event asked for
+    gave no verdict."""
+    game = request.game_id
+    reader = request.reader
+    if game is not None and explainer.last_seq(game) is None:
+        raise UsageError(f"no game {game!r} in {where}")
+    if reader.player is not None and not explainer.seats_reader():
+        here = f"game {game!r}" if game is not None else f"any game of {where}"
+        raise UsageError(
+            f"--as {reader.player}: no such player at {here}; give a player of the game, "
+            f"or {SPECTATOR}"
+        )
+    if request.seq is None or game is None:
+        return
+    asked = explainer.asked
+    if asked is None:
+        last = explainer.last_seq(game)
+        raise UsageError(f"game {game!r} has no event at seq {request.seq} (its seqs: 1 to {last})")
+    if asked.outcome is Outcome.REJECTED:
+        reason = "" if asked.reason is None else f" ({asked.reason.value})"
+        print(
+            f"seq {request.seq} of game {game!r} was rejected{reason}: no verdict to explain",
+            file=sys.stderr,
+        )
+    elif explainer.explained == 0:
+        print(
+            f"seq {request.seq} of game {game!r} ({asked.kind}) gave no verdict: "
+            "nothing to explain",
+            file=sys.stderr,
+        )
