@@ -38,6 +38,14 @@ NEW_TABLES = ("outbox_checkpoints", "input_partitions")
 
 
 def upgrade() -> None:
+    # The part in the migration's transaction commits whole before the index builds begin; if
+    # a build was interrupted, a second `referee migrate` finds it done and only builds.
+    if not sa.inspect(op.get_bind()).has_table("outbox_checkpoints"):
+        _columns_and_tables()
+    _indexes()
+
+
+def _columns_and_tables() -> None:
     for table in OUTBOXES:
         op.add_column(
             table,
@@ -121,18 +129,31 @@ def upgrade() -> None:
         END $$
         """
     )
-    # Built without blocking the writers of an earlier release still running (a rolling
-    # upgrade): CONCURRENTLY cannot run inside the migration's transaction.
+
+
+def _indexes() -> None:
+    """Built without blocking the writers of an earlier release still running (a rolling
+    upgrade): CONCURRENTLY cannot run inside the migration's transaction. A build that was
+    interrupted leaves its index INVALID: it is dropped and built again."""
+    definitions = {
+        "outbox": "(source_topic, source_partition, position) WHERE source_partition IS NOT NULL",
+        "legacy": "(position) WHERE source_partition IS NULL",
+    }
     with op.get_context().autocommit_block():
         for table in OUTBOXES:
-            op.execute(
-                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {table}_outbox ON {table} "
-                "(source_topic, source_partition, position) WHERE source_partition IS NOT NULL"
-            )
-            op.execute(
-                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {table}_legacy ON {table} "
-                "(position) WHERE source_partition IS NULL"
-            )
+            for suffix, definition in definitions.items():
+                name = f"{table}_{suffix}"
+                invalid = op.get_bind().scalar(
+                    sa.text(
+                        "SELECT NOT indisvalid FROM pg_index WHERE indexrelid = to_regclass(:name)"
+                    ),
+                    {"name": name},
+                )
+                if invalid:
+                    op.execute(f"DROP INDEX CONCURRENTLY {name}")
+                op.execute(
+                    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} {definition}"
+                )
 
 
 def downgrade() -> None:

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from referee.store.database import create_engine, downgrade, migrate
 from referee.store.schema import APPEND_ONLY_TABLES, metadata
-from tests.integration.conftest import fetch
+from tests.integration.conftest import execute, fetch
 
 VIEWS = {"current_games", "standings", "player_fouls", "current_positions", "verdict_log"}
 
@@ -49,3 +49,28 @@ async def test_autogenerate_finds_no_difference_between_models_and_migrations(
     finally:
         await engine.dispose()
     assert differences == []
+
+
+async def test_an_interrupted_0008_finishes_on_the_next_migrate(migrated_database: str) -> None:
+    """0008 builds its indexes CONCURRENTLY, outside the migration's transaction: cut off
+    there, it leaves its columns and tables committed, the version at 0007 and an index
+    missing or INVALID. The next `referee migrate` must finish it, not fail on the columns."""
+    head = await fetch(migrated_database, "SELECT version_num FROM alembic_version")
+    await execute(migrated_database, "UPDATE alembic_version SET version_num = '0007'")
+    await execute(
+        migrated_database,
+        "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'verdicts_outbox'::regclass",
+    )
+    await execute(migrated_database, "DROP INDEX dead_letters_legacy")
+    await asyncio.to_thread(migrate, migrated_database)
+    rows = await fetch(
+        migrated_database,
+        "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE c.relname IN ('verdicts_outbox', 'dead_letters_legacy')",
+    )
+    assert {(r["relname"], r["indisvalid"]) for r in rows} == {
+        ("verdicts_outbox", True),
+        ("dead_letters_legacy", True),
+    }
+    version = await fetch(migrated_database, "SELECT version_num FROM alembic_version")
+    assert [r["version_num"] for r in version] == [r["version_num"] for r in head]
