@@ -165,9 +165,18 @@ def _values(kind: type[Any]) -> list[Any]:
     return [member.value for member in kind]
 
 
-def _random_rules(rng: random.Random, players: int, teams: bool) -> dict[str, Any]:
-    """Draws the options of one game across every family (valid together)."""
-    layout = rng.choice(("line", "line", "spinner", "trains", "trains"))
+def _random_rules(
+    rng: random.Random, players: int, teams: bool, scored_in_play: bool = False
+) -> dict[str, Any]:
+    """Draws the options of one game across every family (valid together); with
+    ``scored_in_play`` (``--play-scoring`` without ``--layout``) only the layouts that score
+    during play (RULES.md 10: not trains)."""
+    layouts = (
+        ("line", "line", "spinner")
+        if scored_in_play
+        else ("line", "line", "spinner", "trains", "trains")
+    )
+    layout = rng.choice(layouts)
     rules: dict[str, Any] = {} if layout == "line" and rng.random() < 0.5 else {"layout": layout}
     if layout == "trains":
         max_pip = rng.choice((9, 12, 12)) if players <= 6 else 12
@@ -312,7 +321,8 @@ def _game(
         rules = _edition1_rules(rng, count)
     elif options.rules == "random":
         partnered = options.teams or (count in (4, 6) and rng.random() < 0.3)
-        rules = _random_rules(rng, count, partnered)
+        scored_in_play = options.layout is None and options.play_scoring not in (None, "none")
+        rules = _random_rules(rng, count, partnered, scored_in_play)
         teams = _teams_of(players, rng) if partnered else None
     else:
         rules = {}
