@@ -177,7 +177,7 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
         "# Benchmarks",
         "",
         (
-            f"Measured {today} by `uv run python bench/run.py{quick}`"
+            f"Measured {today} by `uv run --group native python bench/run.py{quick}`"
             f" (whole run: {runtime / 60:.1f} min). Regenerate with the same command; it starts"
             " PostgreSQL and Kafka through `scripts/postgres.sh` and `scripts/kafka.sh` on their"
             " own ports (`REFEREE_STATE_DIR=/tmp/bench-services KAFKA_PORT=29092 PG_PORT=25432`"
@@ -284,7 +284,7 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
             f"| 5. peak RSS, {mem['games']:,} open games | (reported) |"
             f" VmHWM {mem['hwm'] / 1024:,.0f} MiB | | | |"
         )
-    out += ["", "## Commands", "", "```sh", "uv run python bench/run.py"]
+    out += ["", "## Commands", "", "```sh", "uv run --group native python bench/run.py"]
     out += [f"# {c}" if not c.startswith("#") else c for c in ctx.commands]
     out += ["```", ""]
 

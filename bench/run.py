@@ -1,10 +1,14 @@
 """Every benchmark of the referee in one go; writes docs/benchmarks.md (and its plots).
 
-    uv run python bench/run.py            # the full run (writes docs/benchmarks.md)
+    uv run --group native python bench/run.py   # the full run (writes docs/benchmarks.md)
     uv run python bench/run.py --quick    # a smoke run (writes under --workdir only)
     uv run python bench/run.py --ab-before DIR   # end to end only: DIR's code against this one
     uv run python bench/run.py --quick --only replay,store   # some scenarios (names: --help)
     uv run python -m bench.run ...        # the same
+
+The full run times the compiled build, as the image ships it: mypyc and setuptools come with
+the ``native`` dependency group (``--group native``, or ``uv sync --all-groups`` once);
+``--interpreted`` does without.
 
 The services are started through scripts/postgres.sh and scripts/kafka.sh on their own ports
 and state directory (REFEREE_STATE_DIR=/tmp/bench-services, KAFKA_PORT=29092, PG_PORT=25432

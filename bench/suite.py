@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -46,7 +47,8 @@ def load_average() -> str:
 
 
 def ab_main(ctx: Context) -> int:
-    """``--ab-before``: the end-to-end A/B only; the section goes to bench/relay-transactions.md."""
+    """``--ab-before``: the end-to-end A/B only, interpreted on both sides; the section goes to
+    bench/one-owner-ab.md (section 6b of the report)."""
     info = machine()
     try:
         ctx.admin_url = start_service(ctx, "postgres.sh", "DATABASE_URL")
@@ -85,6 +87,11 @@ def use_build(ctx: Context) -> str:
     returns what the report says of the build."""
     if ctx.options.interpreted:
         return "interpreted (`--interpreted`: this checkout's sources)"
+    if importlib.util.find_spec("setuptools") is None:
+        raise SystemExit(
+            "the compiled build needs the native dependency group: run "
+            "`uv run --group native python bench/run.py` (or pass --interpreted)"
+        )
     from tools.native import NATIVE_MODULES, copy
 
     tree = copy(ctx.work / "native")
