@@ -660,47 +660,52 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
 
 
 def render_ab(ctx: Context, info: dict[str, str], load_end: str) -> str:
-    """The A/B section (markdown)."""
-    ab = ctx.results["ab"]
+    """The A/B section (markdown): a table per log."""
+    logs = ctx.results["ab"]["logs"]
     today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    runs = ab["runs"]
-    med = {k: statistics.median(r["eps"] for r in v) for k, v in runs.items()}
-    steady = {k: statistics.median(r["steady_eps"] for r in v) for k, v in runs.items()}
     out = [
         (
             f"Measured {today} by `uv run python bench/run.py --ab-before DIR --rounds "
-            f"{ctx.options.rounds}` (DIR: an export of `main`, `git archive main | tar -x -C DIR`),"
-            f" {info['nproc']} CPUs, load average at the end {load_end}. The end-to-end scenario of"
-            f" section 3: {ab['events']:,} events on a 4-partition input topic, one"
-            " `referee serve` (REFEREE_BATCH_SIZE=2000) on a fresh database and fresh output"
-            " topics, timed from spawning it until a read_committed consumer has read all"
-            f" {ab['verdicts']:,} verdicts; the two codes alternate (before, after, then after,"
-            " before, ...)."
-        ),
-        "",
-        "| run | before: events/s | after: events/s |",
-        "|---|---|---|",
-    ]
-    for i, (b, a) in enumerate(zip(runs["before"], runs["after"], strict=True)):
-        out.append(
-            f"| {i + 1} | {b['eps']:,.0f} ({b['seconds']:.1f} s) | {a['eps']:,.0f}"
-            f" ({a['seconds']:.1f} s) |"
-        )
-    out += [
-        f"| **median** | **{med['before']:,.0f}** | **{med['after']:,.0f}** |",
-        (
-            f"| median after start-up (from /readyz) | {steady['before']:,.0f} |"
-            f" {steady['after']:,.0f} |"
-        ),
-        "",
-        (
-            f"**after/before = {med['after'] / med['before']:.2f}** (medians; after start-up"
-            f" {steady['after'] / steady['before']:.2f}). Commit markers on the verdict topic:"
-            f" before {statistics.median(r['markers'] for r in runs['before']):.0f},"
-            f" after {statistics.median(r['markers'] for r in runs['after']):.0f} (median; one per"
-            " partition a transaction wrote to)."
+            f"{ctx.options.rounds}` (DIR: a checkout of the release to compare with, both trees"
+            f" interpreted), {info['nproc']} CPUs, load average at the end {load_end}. The"
+            " end-to-end scenario of section 3 on edition 1's log and on the default mix: a"
+            " 4-partition input topic, one `referee serve` (REFEREE_BATCH_SIZE=2000) on a fresh"
+            " database and fresh output topics, timed from spawning it until a read_committed"
+            " consumer has read every verdict; the two codes alternate (before, after, then"
+            " after, before, ...)."
         ),
     ]
+    for ab in logs:
+        runs = ab["runs"]
+        med = {k: statistics.median(r["eps"] for r in v) for k, v in runs.items()}
+        steady = {k: statistics.median(r["steady_eps"] for r in v) for k, v in runs.items()}
+        out += [
+            "",
+            f"**{ab['log']}**: {ab['events']:,} events, {ab['verdicts']:,} verdicts.",
+            "",
+            "| run | before: events/s | after: events/s |",
+            "|---|---|---|",
+        ]
+        for i, (b, a) in enumerate(zip(runs["before"], runs["after"], strict=True)):
+            out.append(
+                f"| {i + 1} | {b['eps']:,.0f} ({b['seconds']:.1f} s) | {a['eps']:,.0f}"
+                f" ({a['seconds']:.1f} s) |"
+            )
+        out += [
+            f"| **median** | **{med['before']:,.0f}** | **{med['after']:,.0f}** |",
+            (
+                f"| median after start-up (from /readyz) | {steady['before']:,.0f} |"
+                f" {steady['after']:,.0f} |"
+            ),
+            "",
+            (
+                f"**after/before = {med['after'] / med['before']:.2f}** (medians; after start-up"
+                f" {steady['after'] / steady['before']:.2f}). Commit markers on the verdict"
+                f" topic: before {statistics.median(r['markers'] for r in runs['before']):.0f},"
+                f" after {statistics.median(r['markers'] for r in runs['after']):.0f} (median;"
+                " one per partition a transaction wrote to)."
+            ),
+        ]
     return "\n".join(out)
 
 

@@ -12,7 +12,7 @@ from bench.services import fresh_topics, make_topics
 from tools.testkit.kafkatools import keyed_lines, produce
 
 
-async def measure(ctx: Context, before: Path, log: Path, verdicts_file: Path) -> None:
+async def measure(ctx: Context, before: Path, log: Path, verdicts_file: Path) -> dict[str, object]:
     """The end-to-end scenario of section 3, the code of ``before`` (absolute) against this one.
 
     Both run ``referee serve`` from their own source tree (PYTHONPATH) on the same input topic,
@@ -54,7 +54,7 @@ async def measure(ctx: Context, before: Path, log: Path, verdicts_file: Path) ->
                 f"{run['markers']:.0f} markers on the verdict topic"
             )
             runs[label].append(run)
-    ctx.results["ab"] = {
+    return {
         "events": len(records),
         "verdicts": expected,
         "before": str(before),
@@ -62,13 +62,22 @@ async def measure(ctx: Context, before: Path, log: Path, verdicts_file: Path) ->
     }
 
 
+LOGS = (("edition 1", "edition1"), ("the mix of every family", "random"))
+"""The logs of the A/B: edition 1's and the simulator's default mix (heavier), as section 3."""
+
+
 async def run(ctx: Context) -> None:
-    """Simulates its own log (the simulator's default rules), then measures ``--ab-before``."""
+    """Simulates edition 1's log and the default mix, then measures ``--ab-before`` on each."""
     if ctx.options.ab_before is None:
         raise RuntimeError("the A/B scenario needs --ab-before DIR")
-    log = ctx.work / "main.jsonl"
-    games = ctx.sizes.games
-    run_cli(["simulate", "--games", str(games), "--seed", "7", "--output", str(log)])
-    verdicts = ctx.work / "main.verdicts.jsonl"
-    run_cli(["replay", str(log), "--output", str(verdicts), "--workers", "1"])
-    await measure(ctx, ctx.options.ab_before, log, verdicts)
+    measured = []
+    for label, rules in LOGS:
+        log = ctx.work / f"ab-{rules}.jsonl"
+        games = ctx.sizes.games
+        simulate = ["simulate", "--games", str(games), "--seed", "7", "--rules", rules]
+        run_cli([*simulate, "--output", str(log)])
+        verdicts = ctx.work / f"ab-{rules}.verdicts.jsonl"
+        run_cli(["replay", str(log), "--output", str(verdicts), "--workers", "1"])
+        say(f"A/B on {label}")
+        measured.append({"log": label} | await measure(ctx, ctx.options.ab_before, log, verdicts))
+    ctx.results["ab"] = {"logs": measured}
