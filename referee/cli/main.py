@@ -100,7 +100,8 @@ def _version() -> str:
 
 
 class _VersionAction(argparse.Action):
-    """``--version``: the installed version, looked up only when asked for."""
+    """``--version``: the installed version and the rules revisions it judges under, looked up
+    only when asked for."""
 
     def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
         super().__init__(
@@ -108,7 +109,7 @@ class _VersionAction(argparse.Action):
             dest,
             nargs=0,
             default=argparse.SUPPRESS,
-            help="show program's version number and exit",
+            help="show the version and the rules revision, and exit",
         )
 
     def __call__(
@@ -118,7 +119,10 @@ class _VersionAction(argparse.Action):
         values: object,  # noqa: ARG002
         option_string: str | None = None,  # noqa: ARG002
     ) -> None:
-        print(f"referee {_version()}")
+        from referee.domain.revisions import NEWEST, REVISIONS
+
+        known = ", ".join(str(n) for n in sorted(REVISIONS))
+        print(f"referee {_version()} (rules revision {NEWEST}; judges revisions {known})")
         parser.exit()
 
 
