@@ -24,6 +24,7 @@ from referee.cli.args import (
     open_log,
     open_output,
     rate,
+    rules_revision,
     utf8_name,
 )
 from referee.cli.errors import (
@@ -192,6 +193,13 @@ def _parser() -> argparse.ArgumentParser:
         "stored positions (default: the path; needed for - with a store)",
     )
     replay.add_argument(
+        "--rules-revision",
+        type=rules_revision,
+        metavar="N",
+        help="the rules revision every game of the log starts under (default: the newest; "
+        "with a store, $REFEREE_RULES_REVISION; a game resumed from the store keeps its own)",
+    )
+    replay.add_argument(
         "--batch-size",
         type=integer(1, BATCH_SIZE_CAP),
         default=2000,
@@ -335,6 +343,13 @@ def _explain_flags(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_EVENT_BYTES,
         help="size limit per event, as the log was replayed with",
     )
+    parser.add_argument(
+        "--rules-revision",
+        type=rules_revision,
+        metavar="N",
+        help="the rules revision a LOG's games are judged under, as it was replayed with "
+        "(default: the newest; from a store, each game's own)",
+    )
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -423,6 +438,8 @@ def _replay(args: argparse.Namespace) -> int:
     bar = ProgressBar(log_size(log)) if sys.stderr.isatty() else None
     out = open_output(args.output, "--output", log=log)
     rejected = open_output(args.rejected, "--rejected", log=log) if args.rejected else None
+    from referee.domain.revisions import NEWEST
+
     try:
         report = replay(
             log,
@@ -432,6 +449,7 @@ def _replay(args: argparse.Namespace) -> int:
             max_event_bytes=args.max_event_bytes,
             workers=args.workers or default_workers(log),
             progress=bar,
+            rules_revision=args.rules_revision or NEWEST,
         )
     finally:
         close_output(out)

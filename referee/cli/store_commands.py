@@ -29,6 +29,7 @@ from referee.cli.errors import (
     UsageError,
 )
 from referee.cli.progress import ProgressBar, format_summary
+from referee.domain.revisions import UnknownRevisionError
 from referee.service.settings import Settings, SettingsError, load_settings
 from referee.store.database import (
     DatabaseUrlError,
@@ -101,6 +102,8 @@ def reaching(db: Database) -> Iterator[None]:
         yield
     except CommandError:
         raise
+    except UnknownRevisionError as newer:
+        raise UnavailableError(f"PostgreSQL at {db.shown}: {newer}") from newer
     except Exception as failed:
         if not is_outage(failed):
             raise
@@ -231,6 +234,7 @@ def replay_store(args: argparse.Namespace, log: Path | BinaryIO) -> int:
                     max_event_bytes=args.max_event_bytes,
                     cache_games=settings.cache_games,
                     progress=bar,
+                    rules_revision=args.rules_revision or settings.rules_revision,
                 )
             finally:
                 await engine.dispose()

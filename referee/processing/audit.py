@@ -30,6 +30,10 @@ class AuditReport:
     dead_letters_derived: int = 0
     quarantined: int = 0
     """Records the referee had failed on (``internal_error``): compared, not judged again."""
+    rules_revisions: dict[str, int] = field(default_factory=dict)
+    """Games judged under each rules revision (a key per revision, as text for JSON)."""
+    started_by: dict[str, int] = field(default_factory=dict)
+    """Games by the referee version that started them (``before 0.2.0``: no record)."""
     differences: list[str] = field(default_factory=list)
 
     @property
@@ -46,6 +50,8 @@ class AuditReport:
             f"dead letters: {self.dead_letters_stored} stored, "
             f"{self.dead_letters_derived} re-derived\n"
             f"quarantined records (internal_error): {self.quarantined}\n"
+            f"games by rules revision: {_counts(self.rules_revisions, 'revision ')}\n"
+            f"games by the referee that started them: {_counts(self.started_by, '')}\n"
         )
         if self.passed:
             return head + "audit passed: every stored verdict is re-derived byte for byte"
@@ -53,6 +59,18 @@ class AuditReport:
         more = len(self.differences) - 20
         tail = f"\n  ... and {more} more" if more > 0 else ""
         return head + f"audit FAILED: {len(self.differences)} difference(s)\n{shown}{tail}"
+
+
+def _counts(counts: dict[str, int], prefix: str) -> str:
+    return ", ".join(f"{prefix}{k}: {n}" for k, n in sorted(counts.items())) or "none"
+
+
+UNRECORDED_REVISION = 1
+"""The rules revision of a game that has no row in ``game_revisions``: it started before
+migration 0009, judged by release 0.1.0 (revision 1)."""
+
+UNRECORDED = "before 0.2.0"
+"""What started a game that has no row in ``game_revisions`` (migration 0009)."""
 
 
 def source_of(topic: str, partition: int, offset: int) -> Source:
@@ -71,7 +89,12 @@ async def audit(views: StoreViews, max_event_bytes: int) -> AuditReport:
     is compared with the one its stored failure detail gives.
     """
     report = AuditReport()
+    pinned = await views.game_revisions()
+    # A game without a row started before rules revisions were recorded: revision 1. An
+    # unknown revision (a newer release's) raises UnknownRevisionError here, before any
+    # record is judged: never judged again under another rulebook.
     referee = Referee(max_event_bytes)
+    referee.pin({game_id: number for game_id, (number, _) in pinned.items()}, UNRECORDED_REVISION)
     derived: dict[str, list[str]] = defaultdict(list)
     derived_dead: dict[int, str] = {}
     stored_dead = await views.dead_letter_bodies()
@@ -109,6 +132,15 @@ async def audit(views: StoreViews, max_event_bytes: int) -> AuditReport:
     report.dead_letters_stored = len(stored_dead)
     report.dead_letters_derived = len(derived_dead)
     report.games = len(referee.games)
+    for game_id, ledger in referee.games.items():
+        number = str(ledger.rules_revision)
+        report.rules_revisions[number] = report.rules_revisions.get(number, 0) + 1
+        started = pinned[game_id][1] if game_id in pinned else UNRECORDED
+        report.started_by[started] = report.started_by.get(started, 0) + 1
+    for game_id in sorted(set(pinned) - set(referee.games)):
+        report.differences.append(
+            f"game {game_id!r} has a rules revision recorded but no GameStarted in the journal"
+        )
     _compare_verdicts(stored, derived, report)
     for journal_id in sorted(set(stored_dead) | set(derived_dead)):
         if stored_dead.get(journal_id) != derived_dead.get(journal_id):

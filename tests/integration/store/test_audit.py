@@ -133,3 +133,51 @@ async def test_replay_into_the_store_writes_its_rejections_like_the_in_memory_re
     assert memory.returncode == 0, memory.stderr
     assert in_store.read_bytes() == in_memory.read_bytes()
     assert in_store.read_bytes().count(b"\n") == 32
+
+
+async def test_audit_names_each_games_rules_revision_and_the_referee_that_started_it(
+    migrated_database: str,
+) -> None:
+    import json
+    from importlib.metadata import version
+
+    await _store_example(migrated_database)
+    report = await asyncio.to_thread(_referee, "audit", "--database", migrated_database)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "games by rules revision: revision 1: 8\n" in report.stdout
+    assert f"games by the referee that started them: {version('referee')}: 8" in report.stdout
+    done = await asyncio.to_thread(_referee, "audit", "--json", "--database", migrated_database)
+    document = json.loads(done.stdout)
+    assert document["rules_revisions"] == {"1": 8}
+    assert document["started_by"] == {version("referee"): 8}
+
+
+async def test_a_game_without_a_recorded_revision_is_audited_under_revision_1(
+    migrated_database: str,
+) -> None:
+    """A store written before migration 0009 has no game_revisions rows: its games are
+    revision 1, and they audit cleanly."""
+    await _store_example(migrated_database)
+    await execute(migrated_database, "ALTER TABLE game_revisions DISABLE TRIGGER USER")
+    await execute(migrated_database, "DELETE FROM game_revisions WHERE game_id LIKE 'sim-42-%'")
+    await execute(migrated_database, "ALTER TABLE game_revisions ENABLE TRIGGER USER")
+    report = await asyncio.to_thread(_referee, "audit", "--database", migrated_database)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "games by rules revision: revision 1: 8\n" in report.stdout
+    assert "before 0.2.0: " in report.stdout
+
+
+async def test_audit_and_explain_refuse_a_revision_this_release_lacks(
+    migrated_database: str,
+) -> None:
+    await _store_example(migrated_database)
+    await execute(
+        migrated_database,
+        "INSERT INTO game_revisions (game_id, rules_revision, referee_version, journal_id) "
+        "VALUES ('from-the-future', 99, '9.0.0', 1)",
+    )
+    for command in ("audit", "explain"):
+        report = await asyncio.to_thread(_referee, command, "--database", migrated_database)
+        assert report.returncode == 3, (command, report.stdout, report.stderr)
+        assert "rules revision 99 is not known to this referee" in report.stderr
+        assert "Traceback" not in report.stderr
