@@ -214,6 +214,14 @@ def _parser() -> argparse.ArgumentParser:
     audit = command("audit", "re-derive every stored verdict from the journal")
     _database_flags(audit)
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
+    audit.add_argument(
+        "--revision",
+        type=rules_revision,
+        metavar="N",
+        help="a differential audit: judge every game under candidate rules revision N (not "
+        "its own) and list the games whose verdicts it would change, with the first "
+        "differing verdict of each (exit 1 if any)",
+    )
     audit.set_defaults(handler=_audit)
 
     partitions = command(

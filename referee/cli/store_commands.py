@@ -259,7 +259,7 @@ def audit(args: argparse.Namespace) -> int:
     db = choose_database(args.database, embedded=args.embedded, settings=settings)
     _probe(db, settings)
     with reaching(db):
-        revision, report = asyncio.run(_audit(db, settings))
+        revision, report = asyncio.run(_audit(db, settings, args.revision))
     if args.json:
         document = {
             "database": db.shown,
@@ -273,14 +273,16 @@ def audit(args: argparse.Namespace) -> int:
     return EXIT_OK if report.passed else EXIT_DIFFERENCE
 
 
-async def _audit(db: Database, settings: Settings) -> tuple[str, AuditReport]:
+async def _audit(
+    db: Database, settings: Settings, candidate: int | None = None
+) -> tuple[str, AuditReport]:
     from referee.processing.audit import audit as run_audit
     from referee.store.views import StoreViews
 
     engine = _engine(db, settings)
     try:
         revision = await require_schema(engine, db, "audits")
-        return revision, await run_audit(StoreViews(engine), settings.max_event_bytes)
+        return revision, await run_audit(StoreViews(engine), settings.max_event_bytes, candidate)
     finally:
         await engine.dispose()
 
