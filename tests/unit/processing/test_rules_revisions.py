@@ -180,3 +180,33 @@ def test_the_setting_refuses_an_unknown_revision(monkeypatch: pytest.MonkeyPatch
         load_settings()
     monkeypatch.setenv("REFEREE_RULES_REVISION", "1")
     assert load_settings().rules_revision == 1
+
+
+async def test_a_game_of_a_revision_this_release_lacks_is_never_judged_by_another() -> None:
+    """After a rollback to a release without the revision a game was pinned to, that game's
+    records are quarantined (internal_error, naming the revision: they take no place, and the
+    backend can send them again to a release that has it); every other game goes on."""
+    log = lines(4, seed=7)
+    stream = records(log)
+    half = len(stream) // 2
+    store = FakeStepStore()
+    original = revisions.REVISIONS
+    revisions.REVISIONS = MappingProxyType({**original, 2: RulesRevision(2, judge, "newer")})
+    try:
+        await ProcessingStep(store, "g", rules_revision=2).process(stream[:half])
+    finally:
+        revisions.REVISIONS = original
+    newer = {r.game_id for r in store.revisions}
+    assert newer
+    older = ProcessingStep(store, "g", rules_revision=1)
+    await older.process(stream[half:])
+    later = store.journal[half:]
+    for row in later:
+        if row.game_id in newer:
+            assert row.outcome == "rejected"
+            assert row.reason == "internal_error"
+        else:
+            assert row.reason != "internal_error"
+    details = [d.body for d in store.dead_letters if "internal_error" in d.body]
+    assert details
+    assert all("rules revision 2 is not known to this referee" in d for d in details)
