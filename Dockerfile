@@ -12,7 +12,7 @@
 #     --build-arg REVISION="$(git rev-parse HEAD)" \
 #     --build-arg SOURCE=https://git.example.com/games/referee \
 #     --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-#     -t registry.example.com/referee:0.1.0 .
+#     -t registry.example.com/referee:0.2.0 .
 #
 # Two stages: `builder` resolves the dependencies from uv.lock (frozen, no dev
 # group, no extras: the `embedded` extra's PostgreSQL binaries stay out) into
@@ -67,9 +67,12 @@ FROM ${PYTHON_IMAGE} AS runtime
 
 # OCI annotations (https://github.com/opencontainers/image-spec/blob/main/annotations.md).
 # VERSION matches pyproject's version (tests/deploy/test_dockerfile.py); REVISION is
-# the commit, SOURCE the repository URL, CREATED the build time (RFC 3339).
+# the commit, SOURCE the repository URL, CREATED the build time (RFC 3339). The rules
+# labels are the code's, not a build argument's: the newest rules revision (what new games
+# get by default) and every revision the image judges (referee.domain.revisions, checked
+# by tests/deploy/test_dockerfile.py; CHANGELOG.md, docs/releases.md).
 ARG PYTHON_IMAGE
-ARG VERSION=0.1.0
+ARG VERSION=0.2.0
 ARG REVISION=unknown
 ARG SOURCE=unknown
 ARG CREATED=1970-01-01T00:00:00Z
@@ -84,7 +87,9 @@ LABEL org.opencontainers.image.title="referee" \
       org.opencontainers.image.licenses="MIT" \
       org.opencontainers.image.vendor="the referee authors" \
       org.opencontainers.image.authors="the referee authors" \
-      org.opencontainers.image.base.name="${PYTHON_IMAGE}"
+      org.opencontainers.image.base.name="${PYTHON_IMAGE}" \
+      dev.referee.rules-revision="1" \
+      dev.referee.rules-revisions="1"
 
 # Unprivileged user with a fixed numeric id (the Helm chart's securityContext
 # uses the same ids: runAsUser/runAsGroup/fsGroup 10001).

@@ -21,6 +21,7 @@ from referee.store.outbox_store import OutboxRow
 from referee.store.rows import (
     DeadLetterRow,
     Fenced,
+    GameRevisionRow,
     GameVersionRow,
     JournalRow,
     Moved,
@@ -51,6 +52,7 @@ class FakeStepStore:
     verdicts: list[VerdictRow] = field(default_factory=list)
     dead_letters: list[DeadLetterRow] = field(default_factory=list)
     positions: list[PositionRow] = field(default_factory=list)
+    revisions: list[GameRevisionRow] = field(default_factory=list)
     commits: int = 0
     sequences: dict[str, int] = field(default_factory=dict)
     """The next number of each sequence (journal ids, verdict and dead-letter positions)."""
@@ -169,6 +171,7 @@ class FakeStepStore:
             self.verdicts += rows.verdicts
             self.dead_letters += rows.dead_letters
             self.positions += rows.positions
+            self.revisions += rows.revisions
         if staged:
             self.commits += 1
 
@@ -190,7 +193,11 @@ class FakeStepTransaction:
                 v.game_id not in newest or v.version > newest[v.game_id].version
             ):
                 newest[v.game_id] = v
-        return [StoredGame(v.game_id, v.version, v.state) for v in newest.values()]
+        pinned = {r.game_id: r.rules_revision for r in self.store.revisions}
+        return [
+            StoredGame(v.game_id, v.version, v.state, pinned.get(v.game_id, 1))
+            for v in newest.values()
+        ]
 
     async def load_prints(
         self, seqs: Sequence[tuple[str, int]], event_ids: Sequence[tuple[str, str]]

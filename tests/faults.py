@@ -13,11 +13,13 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-import referee.processing.referee as referee_module
+from referee.domain import revisions
 from referee.domain.events import End, GameEvent, TilePlayed
 from referee.domain.judge import Judgement, judge
+from referee.domain.revisions import RulesRevision
 
 FAULT_ENV = "REFEREE_TEST_FAULTY_PLAY"
 """A JSON list ``[round, player, [a, b], end]``: the play on which the faulty judge fails."""
@@ -36,6 +38,14 @@ def faulty_judge(chosen: TilePlayed) -> Callable[[Any, GameEvent], Judgement]:
         return judge(game, event)
 
     return judging
+
+
+def with_judge_1(judging: Callable[[Any, GameEvent], Judgement]) -> Any:
+    """The revisions of ``referee.domain.revisions`` with ``judging`` as revision 1's judge
+    (what a test puts in place of ``revisions.REVISIONS``: every game that starts, or is
+    loaded from the store, after that is judged by it)."""
+    one = revisions.REVISIONS[1]
+    return MappingProxyType({**revisions.REVISIONS, 1: RulesRevision(1, judging, one.summary)})
 
 
 def play_of(line: bytes) -> TilePlayed:
@@ -80,7 +90,7 @@ def fault_env(line: bytes) -> dict[str, str]:
 
 def install(chosen: TilePlayed) -> None:
     """Puts the faulty judge in the referee of this process."""
-    vars(referee_module)["judge"] = faulty_judge(chosen)
+    revisions.REVISIONS = with_judge_1(faulty_judge(chosen))
 
 
 def _end(value: str | None) -> End | None:

@@ -64,6 +64,21 @@ def integer(low: int | None = None, high: int | None = None, why: str = "") -> C
     return parse
 
 
+def rules_revision(text: str) -> int:
+    """An argument type: a rules revision this referee has (docs/rules.md)."""
+    from referee.domain.revisions import UnknownRevisionError, revision
+
+    number = integer(1)(text)
+    try:
+        revision(number)
+    except UnknownRevisionError as unknown:
+        raise argparse.ArgumentTypeError(str(unknown)) from None
+    return number
+
+
+rules_revision.__name__ = "rules revision"
+
+
 def _range(low: int | None, high: int | None, why: str) -> str:
     if high is None:
         text = f"at least {low}"

@@ -56,6 +56,13 @@ def explain(args: argparse.Namespace) -> int:
         raise UsageError("nothing to explain: give a LOG (- for standard input) or --database")
     request = Request(args.game, args.seq, viewer(args.reader))
     explainer = Explainer(request, Referee(args.max_event_bytes))
+    if args.rules_revision is not None:
+        if from_store:
+            raise UsageError(
+                "--rules-revision is for a LOG: a store's games are explained under the "
+                "revision each was pinned to"
+            )
+        explainer.referee.rules_revision = args.rules_revision
     if from_store:
         from referee.cli.store_commands import choose_database, settings_or_exit
 

@@ -24,6 +24,7 @@ from referee.cli.args import (
     open_log,
     open_output,
     rate,
+    rules_revision,
     utf8_name,
 )
 from referee.cli.errors import (
@@ -100,7 +101,8 @@ def _version() -> str:
 
 
 class _VersionAction(argparse.Action):
-    """``--version``: the installed version, looked up only when asked for."""
+    """``--version``: the installed version and the rules revisions it judges under, looked up
+    only when asked for."""
 
     def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
         super().__init__(
@@ -108,7 +110,7 @@ class _VersionAction(argparse.Action):
             dest,
             nargs=0,
             default=argparse.SUPPRESS,
-            help="show program's version number and exit",
+            help="show the version and the rules revision, and exit",
         )
 
     def __call__(
@@ -118,7 +120,10 @@ class _VersionAction(argparse.Action):
         values: object,  # noqa: ARG002
         option_string: str | None = None,  # noqa: ARG002
     ) -> None:
-        print(f"referee {_version()}")
+        from referee.domain.revisions import NEWEST, REVISIONS
+
+        known = ", ".join(str(n) for n in sorted(REVISIONS))
+        print(f"referee {_version()} (rules revision {NEWEST}; judges revisions {known})")
         parser.exit()
 
 
@@ -188,6 +193,13 @@ def _parser() -> argparse.ArgumentParser:
         "stored positions (default: the path; needed for - with a store)",
     )
     replay.add_argument(
+        "--rules-revision",
+        type=rules_revision,
+        metavar="N",
+        help="the rules revision every game of the log starts under (default: the newest; "
+        "with a store, $REFEREE_RULES_REVISION; a game resumed from the store keeps its own)",
+    )
+    replay.add_argument(
         "--batch-size",
         type=integer(1, BATCH_SIZE_CAP),
         default=2000,
@@ -202,6 +214,14 @@ def _parser() -> argparse.ArgumentParser:
     audit = command("audit", "re-derive every stored verdict from the journal")
     _database_flags(audit)
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
+    audit.add_argument(
+        "--revision",
+        type=rules_revision,
+        metavar="N",
+        help="a differential audit: judge every game under candidate rules revision N (not "
+        "its own) and list the games whose verdicts it would change, with the first "
+        "differing verdict of each (exit 1 if any)",
+    )
     audit.set_defaults(handler=_audit)
 
     partitions = command(
@@ -331,6 +351,13 @@ def _explain_flags(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_EVENT_BYTES,
         help="size limit per event, as the log was replayed with",
     )
+    parser.add_argument(
+        "--rules-revision",
+        type=rules_revision,
+        metavar="N",
+        help="the rules revision a LOG's games are judged under, as it was replayed with "
+        "(default: the newest; from a store, each game's own)",
+    )
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -419,6 +446,8 @@ def _replay(args: argparse.Namespace) -> int:
     bar = ProgressBar(log_size(log)) if sys.stderr.isatty() else None
     out = open_output(args.output, "--output", log=log)
     rejected = open_output(args.rejected, "--rejected", log=log) if args.rejected else None
+    from referee.domain.revisions import NEWEST
+
     try:
         report = replay(
             log,
@@ -428,6 +457,7 @@ def _replay(args: argparse.Namespace) -> int:
             max_event_bytes=args.max_event_bytes,
             workers=args.workers or default_workers(log),
             progress=bar,
+            rules_revision=args.rules_revision or NEWEST,
         )
     finally:
         close_output(out)

@@ -29,6 +29,7 @@ from referee.cli.errors import (
     UsageError,
 )
 from referee.cli.progress import ProgressBar, format_summary
+from referee.domain.revisions import UnknownRevisionError
 from referee.service.settings import Settings, SettingsError, load_settings
 from referee.store.database import (
     DatabaseUrlError,
@@ -101,6 +102,8 @@ def reaching(db: Database) -> Iterator[None]:
         yield
     except CommandError:
         raise
+    except UnknownRevisionError as newer:
+        raise UnavailableError(f"PostgreSQL at {db.shown}: {newer}") from newer
     except Exception as failed:
         if not is_outage(failed):
             raise
@@ -231,6 +234,7 @@ def replay_store(args: argparse.Namespace, log: Path | BinaryIO) -> int:
                     max_event_bytes=args.max_event_bytes,
                     cache_games=settings.cache_games,
                     progress=bar,
+                    rules_revision=args.rules_revision or settings.rules_revision,
                 )
             finally:
                 await engine.dispose()
@@ -255,7 +259,7 @@ def audit(args: argparse.Namespace) -> int:
     db = choose_database(args.database, embedded=args.embedded, settings=settings)
     _probe(db, settings)
     with reaching(db):
-        revision, report = asyncio.run(_audit(db, settings))
+        revision, report = asyncio.run(_audit(db, settings, args.revision))
     if args.json:
         document = {
             "database": db.shown,
@@ -269,14 +273,16 @@ def audit(args: argparse.Namespace) -> int:
     return EXIT_OK if report.passed else EXIT_DIFFERENCE
 
 
-async def _audit(db: Database, settings: Settings) -> tuple[str, AuditReport]:
+async def _audit(
+    db: Database, settings: Settings, candidate: int | None = None
+) -> tuple[str, AuditReport]:
     from referee.processing.audit import audit as run_audit
     from referee.store.views import StoreViews
 
     engine = _engine(db, settings)
     try:
         revision = await require_schema(engine, db, "audits")
-        return revision, await run_audit(StoreViews(engine), settings.max_event_bytes)
+        return revision, await run_audit(StoreViews(engine), settings.max_event_bytes, candidate)
     finally:
         await engine.dispose()
 

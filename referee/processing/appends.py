@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from functools import cache
 
 from referee.contracts.state_codec import encode_state
 from referee.contracts.verdicts import encode_canonical
@@ -12,6 +13,7 @@ from referee.processing.outcome import Outcome, Processed
 from referee.processing.records import InputRecord, Partition
 from referee.store.rows import (
     DeadLetterRow,
+    GameRevisionRow,
     GameVersionRow,
     JournalRow,
     PositionRow,
@@ -25,6 +27,20 @@ write in flight, the consumer's fetches and heartbeats and the probes go on whil
 judged, however long its records take (bench/notes.md has the trace that chose it)."""
 
 _OUTCOME_TEXT = {o: o.value for o in Outcome}
+_APPLIED = Outcome.APPLIED
+
+
+@cache
+def referee_version() -> str:
+    """The installed referee's version, recorded with each game it starts (``unknown`` from
+    a bare source tree). Looked up once, when the first game starts: importlib.metadata costs
+    start-up time every other command would pay."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("referee")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def outbox_counts(processed: list[tuple[InputRecord, Processed]]) -> tuple[int, int]:
@@ -90,6 +106,11 @@ async def build_rows(
         )
         if took_place and game_id is not None and p.seq is not None:
             last_of_game[game_id] = journal_id
+            if p.seq == 1 and p.outcome is _APPLIED and p.event_type == "GameStarted":
+                ledger = games[game_id]  # the game started here: its pinned revision
+                rows.revisions.append(
+                    GameRevisionRow(game_id, ledger.rules_revision, referee_version(), journal_id)
+                )
         for v in p.verdicts:
             rows.verdicts.append(
                 VerdictRow(

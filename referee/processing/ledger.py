@@ -18,7 +18,11 @@ from typing import NewType
 import msgspec
 
 from referee.contracts.wire import InputEvent
+from referee.domain.revisions import Judge, judge_of
 from referee.domain.state import GameState
+
+REVISION_1: Judge = judge_of(1)
+"""The judge of rules revision 1, every game's before migration 0009."""
 
 RawRecord = NewType("RawRecord", bytes)
 """An input record exactly as received (a Kafka value, or a log line without its break)."""
@@ -79,6 +83,10 @@ class GameLedger:
     """What took a place under each event id."""
     complete: bool = True
     """Whether the game's whole history is in memory (else: ask the store)."""
+    rules_revision: int = 1
+    """The rules revision the game is judged under, from its ``GameStarted`` to its end."""
+    judge: Judge = REVISION_1
+    """That revision's judge (``referee.domain.revisions``)."""
 
     def take(self, seq: int, event_id: str | None, taken: Taken) -> None:
         """Records that ``taken`` (and ``event_id``, when readable) took place ``seq``."""

@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed, parse_event, read_envelope
@@ -17,7 +18,7 @@ from referee.contracts.rejection import Source, rejection_of
 from referee.contracts.verdicts import to_wire
 from referee.contracts.wire import INPUT_EVENTS, GameStartedWire, InputEvent
 from referee.domain.errors import InvalidInput, RejectionReason
-from referee.domain.judge import judge
+from referee.domain.revisions import NEWEST, judge_of, revision
 from referee.domain.verdicts import FoulRecorded, Verdict
 from referee.processing.ledger import (
     Fingerprint,
@@ -63,9 +64,22 @@ class Referee:
     """Judges raw input records for any number of games, in arrival order."""
 
     def __init__(
-        self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES, *, eager_prints: bool = False
+        self,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        *,
+        eager_prints: bool = False,
+        rules_revision: int = NEWEST,
+        pinned: Mapping[str, int] | None = None,
     ) -> None:
+        revision(rules_revision)  # UnknownRevisionError before anything is judged
+        for number in set((pinned or {}).values()):
+            revision(number)
         self.max_event_bytes = max_event_bytes
+        self.rules_revision = rules_revision
+        """The rules revision a game that starts here is pinned to (docs/rules.md)."""
+        self.pinned: Mapping[str, int] = pinned or {}
+        """Games whose revision is known already (an audit's, from the store): a game named
+        here is pinned to its revision when its ``GameStarted`` is judged again."""
         self.games: dict[str, GameLedger] = {}
         self.tally = Tally()
         self.eager_prints = eager_prints
@@ -74,6 +88,16 @@ class Referee:
         every record's fingerprint, and a long-lived cache then holds 16 bytes a place);
         else its raw bytes are kept, fingerprinted only if a comparison needs them (the
         in-memory replay). Either way the outcomes are the same."""
+
+    def pin(self, pinned: Mapping[str, int], unrecorded: int) -> None:
+        """Judges the games named in ``pinned`` under their revisions, and any other game
+        that starts here under ``unrecorded`` (a store's games: those without a recorded
+        revision started under revision 1). Raises ``UnknownRevisionError`` for a revision
+        this referee lacks, before anything is judged."""
+        for number in {unrecorded, *pinned.values()}:
+            revision(number)
+        self.pinned = pinned
+        self.rules_revision = unrecorded
 
     def parse(self, raw: bytes) -> InputEvent | Unparsed:
         """Validates one raw record at the edge (no state involved)."""
@@ -164,7 +188,7 @@ class Referee:
             return self._judge_unusual(raw, source, event, ledger)
         # The common case, kept short: the next event of a known game, with a fresh event id.
         try:
-            state, verdicts = judge(ledger.state, event.to_domain())
+            state, verdicts = ledger.judge(ledger.state, event.to_domain())
         except InvalidInput as exc:
             rejected = self._reject(raw, source, event, exc.reason, exc.detail, took_place=True)
             ledger.take(seq, event_id, raw)
@@ -215,6 +239,11 @@ class Referee:
             if ledger is not None:
                 ledger.take(seq, None, raw)
             return rejected
+        if ledger is None:  # a GameStarted: the game is pinned to its revision here
+            number = self.pinned.get(game_id, self.rules_revision)
+            judge = judge_of(number)
+        else:
+            judge = ledger.judge
         try:
             state, verdicts = judge(None if ledger is None else ledger.state, event.to_domain())
         except InvalidInput as exc:
@@ -232,7 +261,7 @@ class Referee:
                 Outcome.APPLIED, game_id, seq, event_id, kind, event, took_place=True
             )
         if ledger is None:
-            ledger = self.games[game_id] = GameLedger(state, 0)
+            ledger = self.games[game_id] = GameLedger(state, 0, rules_revision=number, judge=judge)
         else:
             ledger.state = state
         ledger.take(seq, event_id, raw)

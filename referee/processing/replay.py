@@ -23,6 +23,7 @@ import msgspec
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, probe_envelope, read_envelope
 from referee.contracts.rejection import FileSource
 from referee.contracts.verdicts import encode_canonical
+from referee.domain.revisions import NEWEST, revision
 from referee.processing.outcome import Tally
 from referee.processing.referee import Referee
 
@@ -127,20 +128,28 @@ def replay(
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     workers: int = 1,
     progress: Progress | None = None,
+    rules_revision: int = NEWEST,
 ) -> ReplayReport:
     """Referees a whole log, writing canonical verdict and rejection lines in log order.
 
     ``name`` is the file name the rejections' sources give (default: the path, or ``-`` for
     a stream). A stream is read once; with more than one worker it is read into memory
-    first, so that every worker can read its shard.
+    first, so that every worker can read its shard. Every game of the log is judged under
+    ``rules_revision`` (``UnknownRevisionError`` before anything is read, if there is none).
     """
+    revision(rules_revision)
     started = time.perf_counter()
     source_name = name if name is not None else str(log) if isinstance(log, Path) else "-"
     if workers <= 1:
         stream = opened(log)
         try:
             tally = _replay_serial(
-                Records(stream, progress), source_name, verdicts_out, rejected_out, max_event_bytes
+                Records(stream, progress),
+                source_name,
+                verdicts_out,
+                rejected_out,
+                max_event_bytes,
+                rules_revision,
             )
         finally:
             if isinstance(log, Path):
@@ -148,7 +157,14 @@ def replay(
     else:
         shared = log if isinstance(log, Path) else log.read()
         tally = _replay_parallel(
-            shared, source_name, verdicts_out, rejected_out, max_event_bytes, workers, progress
+            shared,
+            source_name,
+            verdicts_out,
+            rejected_out,
+            max_event_bytes,
+            workers,
+            progress,
+            rules_revision,
         )
     return ReplayReport(tally, time.perf_counter() - started, max(workers, 1))
 
@@ -159,8 +175,9 @@ def _replay_serial(
     verdicts_out: BinaryIO,
     rejected_out: BinaryIO | None,
     max_event_bytes: int,
+    rules_revision: int,
 ) -> Tally:
-    ref = Referee(max_event_bytes)
+    ref = Referee(max_event_bytes, rules_revision=rules_revision)
     process = ref.process
     write = verdicts_out.write
     for number, line in records:
@@ -194,9 +211,11 @@ _progress_counter: multiprocessing.sharedctypes.SynchronizedArray[int] | None = 
 _log_in_memory: bytes = b""
 
 
-def _replay_shard(job: tuple[Path | None, str, int, int, int]) -> tuple[list[Output], Tally]:
-    log, name, shard, shards, max_event_bytes = job
-    ref = Referee(max_event_bytes)
+def _replay_shard(
+    job: tuple[Path | None, str, int, int, int, int],
+) -> tuple[list[Output], Tally]:
+    log, name, shard, shards, max_event_bytes, rules_revision = job
+    ref = Referee(max_event_bytes, rules_revision=rules_revision)
     process = ref.process
     outputs: list[Output] = []
     counter = _progress_counter if shard == 0 else None  # one worker reports for all
@@ -232,11 +251,14 @@ def _replay_parallel(
     max_event_bytes: int,
     workers: int,
     progress: Progress | None,
+    rules_revision: int,
 ) -> Tally:
     ctx = multiprocessing.get_context("fork")
     counter = ctx.Array("q", 2)  # bytes read, lines read
     path, data = (log, b"") if isinstance(log, Path) else (None, log)
-    jobs = [(path, name, shard, workers, max_event_bytes) for shard in range(workers)]
+    jobs = [
+        (path, name, shard, workers, max_event_bytes, rules_revision) for shard in range(workers)
+    ]
     # forked, the workers share the in-memory log: initargs are not pickled under fork
     with ctx.Pool(workers, initializer=_init_worker, initargs=(counter, data)) as pool:
         pending = pool.map_async(_replay_shard, jobs)

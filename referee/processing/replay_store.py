@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.contracts.rejection import FileSource
 from referee.contracts.verdicts import encode_canonical
+from referee.domain.revisions import NEWEST
 from referee.processing.outcome import Tally
 from referee.processing.replay import Log, Progress, Records, ReplayReport, opened
 from referee.processing.step import InputRecord, ProcessingStep, StepResult
@@ -39,6 +40,7 @@ async def replay_into_store(
     max_event_bytes: int,
     cache_games: int = 100_000,
     progress: Progress | None = None,
+    rules_revision: int = NEWEST,
 ) -> tuple[ReplayReport, int]:
     """Referees a log into the store; returns the report and the lines skipped because an
     earlier run had processed them.
@@ -69,6 +71,7 @@ async def replay_into_store(
         max_event_bytes=max_event_bytes,
         cache_games=cache_games,
         on_committed=committed,
+        rules_revision=rules_revision,
     )
     topic = log_topic(name)
     started = time.perf_counter()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed
 from referee.contracts.state_codec import decode_state
 from referee.contracts.wire import InputEvent
+from referee.domain.revisions import NEWEST, judge_of
 from referee.processing import appends
 from referee.processing.appends import build_rows, outbox_counts
 from referee.processing.cache import GameCache
@@ -94,10 +95,11 @@ class ProcessingStep:
         on_committed: OnCommitted | None = None,
         on_appended: OnAppended | None = None,
         observe: StageObserver | None = None,
+        rules_revision: int = NEWEST,
     ) -> None:
         self.store = store
         self.group_id = group_id
-        self.referee = Referee(max_event_bytes, eager_prints=True)
+        self.referee = Referee(max_event_bytes, eager_prints=True, rules_revision=rules_revision)
         self.cache = GameCache(self.referee.games, cache_games)
         self.ids = IdPool()
         self.on_committed = on_committed
@@ -414,7 +416,11 @@ class ProcessingStep:
             if wanted is None:
                 for stored in await tx.load_games(absent):
                     games[stored.game_id] = GameLedger(
-                        decode_state(stored.state), stored.last_seq, complete=False
+                        decode_state(stored.state),
+                        stored.last_seq,
+                        complete=False,
+                        rules_revision=stored.rules_revision,
+                        judge=judge_of(stored.rules_revision),
                     )
                 wanted = self._wanted_prints(parsed, touched)
             seqs, event_ids = wanted

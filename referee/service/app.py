@@ -43,7 +43,9 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
     """Composes the broker, the consumer, the step, the publishers and the ops server."""
     security = kafka_security(settings)
     metrics = Metrics(
-        revision=settings.build_revision, topics=(settings.verdict_topic, settings.dlq_topic)
+        revision=settings.build_revision,
+        rules_revision=settings.rules_revision,
+        topics=(settings.verdict_topic, settings.dlq_topic),
     )
     broker = _broker(settings, security, metrics)
     publishing, preflight = _publishing(settings, security, engine, metrics)
@@ -53,6 +55,7 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         settings.group_id,
         max_event_bytes=settings.max_event_bytes,
         cache_games=settings.cache_games,
+        rules_revision=settings.rules_revision,
         on_appended=publishers.appended,
         observe=metrics.observe_stage,
     )

@@ -20,6 +20,7 @@ from prometheus_client import (
 from referee.contracts.verdicts import VERDICTS
 from referee.contracts.wire import INPUT_EVENTS
 from referee.domain.errors import RejectionReason
+from referee.domain.revisions import NEWEST
 from referee.processing.outcome import Outcome, Processed
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -36,7 +37,13 @@ def package_version() -> str:
 class Metrics:
     """Every metric the service exports, on its own registry."""
 
-    def __init__(self, *, revision: str = "unknown", topics: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        revision: str = "unknown",
+        rules_revision: int = NEWEST,
+        topics: Iterable[str] = (),
+    ) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         # process (CPU, memory, file descriptors), platform and garbage-collector metrics;
@@ -46,11 +53,12 @@ class Metrics:
         GCCollector(registry=r)
         self.build_info = Gauge(
             "referee_build_info",
-            "1, labelled with the referee's version and the source revision of its build.",
-            ["version", "revision"],
+            "1, labelled with the referee's version, the source revision of its build and the "
+            "rules revision it gives new games.",
+            ["version", "revision", "rules_revision"],
             registry=r,
         )
-        self.build_info.labels(package_version(), revision).set(1)
+        self.build_info.labels(package_version(), revision, str(rules_revision)).set(1)
         self.events = Counter(
             "referee_events_consumed",
             "Input records consumed, by event type.",

@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from referee.domain.revisions import NEWEST, UnknownRevisionError, revision
 from referee.service.limits import BATCH_SIZE_CAP, MAX_EVENT_BYTES_CAP
 from referee.store.database import MAX_PORT, is_port, parse_database_url
 
@@ -189,6 +190,12 @@ class Settings(BaseSettings):
         description="How long records may wait with no batch committed (or a publisher's loop "
         "not come round) before /livez fails and the instance is restarted.",
     )
+    rules_revision: int = Field(
+        default=NEWEST,
+        ge=1,
+        description="The rules revision a game that starts is pinned to (docs/rules.md, "
+        "Rules revisions); a game keeps the one it started under. Default: the newest.",
+    )
     build_revision: str = Field(
         default="unknown",
         description="The source revision of this build, for referee_build_info (the image "
@@ -203,6 +210,15 @@ class Settings(BaseSettings):
             value = value.strip().upper()
             if info.field_name == "kafka_security_protocol" and value in _NOT_A_PROTOCOL:
                 raise ValueError(_NOT_A_PROTOCOL[value])
+        return value
+
+    @field_validator("rules_revision")
+    @classmethod
+    def _known_revision(cls, value: int) -> int:
+        try:
+            revision(value)
+        except UnknownRevisionError as unknown:
+            raise ValueError(str(unknown)) from None
         return value
 
     @field_validator("database_url")

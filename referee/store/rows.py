@@ -86,11 +86,21 @@ class PositionRow(NamedTuple):
     journal_id: int
 
 
+class GameRevisionRow(NamedTuple):
+    """The rules revision a game started under (table ``game_revisions``, migration 0009)."""
+
+    game_id: str
+    rules_revision: int
+    referee_version: str
+    journal_id: int
+
+
 JOURNAL_COLUMNS = JournalRow._fields
 VERSION_COLUMNS = GameVersionRow._fields
 VERDICT_COLUMNS = VerdictRow._fields
 DEAD_LETTER_COLUMNS = DeadLetterRow._fields
 POSITION_COLUMNS = PositionRow._fields
+GAME_REVISION_COLUMNS = GameRevisionRow._fields
 
 
 @dataclass(slots=True)
@@ -102,6 +112,7 @@ class StepRows:
     verdicts: list[VerdictRow] = field(default_factory=list)
     dead_letters: list[DeadLetterRow] = field(default_factory=list)
     positions: list[PositionRow] = field(default_factory=list)
+    revisions: list[GameRevisionRow] = field(default_factory=list)
 
 
 class Fenced(NamedTuple):
@@ -144,6 +155,8 @@ class StoredGame(NamedTuple):
     game_id: str
     last_seq: int
     state: str
+    rules_revision: int = 1
+    """The rules revision the game was pinned to (1: started before migration 0009)."""
 
 
 class StoredPrint(NamedTuple):

@@ -28,6 +28,7 @@ APPEND_ONLY_TABLES = (
     "relay_checkpoints",
     "outbox_checkpoints",
     "input_partitions",
+    "game_revisions",
 )
 """Tables no UPDATE, DELETE or TRUNCATE may touch (triggers raise)."""
 
@@ -204,4 +205,31 @@ input_partitions = Table(
     Column("partitions", Integer, primary_key=True, comment="the input topic's partitions"),
     Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     comment="The partition count the referee judges the input topic under; the newest row counts.",
+)
+
+game_revisions = Table(
+    "game_revisions",
+    metadata,
+    Column("game_id", Text, primary_key=True),
+    Column(
+        "rules_revision",
+        Integer,
+        nullable=False,
+        comment="the rules revision the game is judged under",
+    ),
+    Column(
+        "referee_version",
+        Text,
+        nullable=False,
+        comment="the version of the referee that started the game",
+    ),
+    Column(
+        "journal_id",
+        BigInteger,
+        nullable=False,
+        comment="the journal row of the game's GameStarted",
+    ),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="The rules revision each game was pinned to at its GameStarted (none: started "
+    "before migration 0009, revision 1).",
 )

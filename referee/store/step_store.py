@@ -21,6 +21,7 @@ from referee.store.errors import is_outage
 from referee.store.locks import position_lock_name
 from referee.store.rows import (
     DEAD_LETTER_COLUMNS,
+    GAME_REVISION_COLUMNS,
     JOURNAL_COLUMNS,
     POSITION_COLUMNS,
     VERDICT_COLUMNS,
@@ -33,7 +34,14 @@ from referee.store.rows import (
     StoredPrint,
     Written,
 )
-from referee.store.schema import consumer_positions, dead_letters, game_versions, journal, verdicts
+from referee.store.schema import (
+    consumer_positions,
+    dead_letters,
+    game_revisions,
+    game_versions,
+    journal,
+    verdicts,
+)
 
 
 class PostgresStepStore:
@@ -118,7 +126,7 @@ class PostgresStepReads:
         if not game_ids:
             return []
         rows = await self.driver.fetch(_LOAD_GAMES, list(game_ids))
-        return [StoredGame(g, int(v), s) for g, v, s in rows]
+        return [StoredGame(g, int(v), s, int(r)) for g, v, s, r in rows]
 
     async def load_prints(
         self, seqs: Sequence[tuple[str, int]], event_ids: Sequence[tuple[str, str]]
@@ -141,9 +149,12 @@ class PostgresStepReads:
         return Reserved(*(sorted(ids or ()) for ids in row))
 
 
+# A game without a row in game_revisions started before migration 0009: rules revision 1.
 _LOAD_GAMES = (
+    "SELECT v.game_id, v.version, v.state, COALESCE(r.rules_revision, 1) FROM ("
     "SELECT DISTINCT ON (game_id) game_id, version, state::text FROM game_versions "
     "WHERE game_id = ANY($1::text[]) ORDER BY game_id, version DESC"
+    ") AS v LEFT JOIN game_revisions AS r ON r.game_id = v.game_id"
 )
 # (game, seq) and (game, event id) pairs as two parallel arrays; IN keeps each journal row once
 # however often its place is asked for, as the row-value IN list this replaced did.
@@ -173,12 +184,20 @@ _ALL: _Tables = (
     (consumer_positions, POSITION_COLUMNS),
     (verdicts, VERDICT_COLUMNS),
     (dead_letters, DEAD_LETTER_COLUMNS),
+    (game_revisions, GAME_REVISION_COLUMNS),
 )
 
 
 def _records(rows: StepRows) -> tuple[Sequence[tuple[Any, ...]], ...]:
     """The rows of each table of ``_ALL``, in its order."""
-    return (rows.journal, rows.versions, rows.positions, rows.verdicts, rows.dead_letters)
+    return (
+        rows.journal,
+        rows.versions,
+        rows.positions,
+        rows.verdicts,
+        rows.dead_letters,
+        rows.revisions,
+    )
 
 
 async def _copy(driver: Any, tables: _Tables, records: Sequence[Sequence[tuple[Any, ...]]]) -> None:

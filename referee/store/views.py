@@ -13,7 +13,7 @@ from typing import NamedTuple
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from referee.store.schema import dead_letters, journal, verdicts
+from referee.store.schema import dead_letters, game_revisions, journal, verdicts
 
 
 class JournalEntry(NamedTuple):
@@ -77,6 +77,19 @@ class StoreViews:
         async with self.engine.connect() as conn:
             result = await conn.execute(select(dead_letters.c.journal_id, dead_letters.c.body))
             return dict(result.all())
+
+    async def game_revisions(self) -> dict[str, tuple[int, str]]:
+        """Returns each pinned game's rules revision and the referee version that pinned it
+        (table ``game_revisions``; a game without a row started before migration 0009)."""
+        async with self.engine.connect() as conn:
+            result = await conn.execute(
+                select(
+                    game_revisions.c.game_id,
+                    game_revisions.c.rules_revision,
+                    game_revisions.c.referee_version,
+                )
+            )
+            return {g: (int(r), v) for g, r, v in result.all()}
 
     async def current_states(self) -> dict[str, str]:
         """Returns each game's newest stored state (the ``current_games`` view)."""

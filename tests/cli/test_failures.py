@@ -52,10 +52,16 @@ def one_line(result: subprocess.CompletedProcess[str], status: int) -> str:
 
 
 def test_version() -> None:
+    from importlib.metadata import version
+
+    from referee.domain.revisions import NEWEST, REVISIONS
+
     result = referee("--version")
     assert result.returncode == 0
     assert result.stdout.startswith("referee ")
-    assert result.stdout.split()[1][0].isdigit()
+    assert result.stdout.split()[1] == version("referee")
+    known = ", ".join(str(n) for n in sorted(REVISIONS))
+    assert result.stdout.strip().endswith(f"(rules revision {NEWEST}; judges revisions {known})")
 
 
 def test_help_shows_the_defaults() -> None:

@@ -36,7 +36,7 @@ METRICS: dict[str, tuple[str, frozenset[str]]] = {
     "referee_last_batch_timestamp_seconds": ("gauge", frozenset()),
     "referee_batch_seconds": ("histogram", frozenset()),
     "referee_event_to_verdict_seconds": ("histogram", frozenset()),
-    "referee_build_info": ("gauge", frozenset({"version", "revision"})),
+    "referee_build_info": ("gauge", frozenset({"version", "revision", "rules_revision"})),
 }
 
 # Labels Prometheus adds to every scraped series (ServiceMonitor targets).

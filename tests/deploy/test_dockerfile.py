@@ -108,6 +108,15 @@ def test_oci_labels_come_from_build_args() -> None:
     assert "LICENSE" in project["license-files"]
 
 
+def test_the_rules_revision_labels_are_the_codes() -> None:
+    """The image says which rules revision new games get and which it can judge."""
+    from referee.domain.revisions import NEWEST, REVISIONS
+
+    found = labels()
+    assert found.get("dev.referee.rules-revision") == str(NEWEST)
+    assert found.get("dev.referee.rules-revisions") == ",".join(str(n) for n in sorted(REVISIONS))
+
+
 def test_the_image_leaves_the_embedded_extra_out() -> None:
     """pgserver (34 MB of PostgreSQL binaries) is the `embedded` extra; no uv sync installs it."""
     syncs = [rest for keyword, rest in instructions() if keyword == "RUN" and "uv sync" in rest]
@@ -123,3 +132,12 @@ def test_dockerignore_keeps_the_context_small() -> None:
     ignored = (ROOT / ".dockerignore").read_text().split()
     for entry in (".git", ".venv", ".cache", "tests", "helm"):
         assert entry in ignored, entry
+
+
+def test_the_chart_deploys_this_version() -> None:
+    """The chart's appVersion is the package's version (CHANGELOG.md, docs/releases.md)."""
+    import yaml
+
+    chart = yaml.safe_load((ROOT / "helm" / "referee" / "Chart.yaml").read_text())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert chart["appVersion"] == project["version"]

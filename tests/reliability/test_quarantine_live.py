@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-import referee.processing.referee as referee_module
+from referee.domain import revisions
 from referee.processing.replay import replay as replay_log
-from tests.faults import chosen_play, fault_env, faulty_judge, play_of
+from tests.faults import chosen_play, fault_env, faulty_judge, play_of, with_judge_1
 from tests.integration.conftest import fetch
 from tests.integration.kafka.conftest import Replay, Stack
 from tests.integration.kafka.test_service import http_get, wait_ready
@@ -39,15 +39,14 @@ GAMES = 600 if SOAK else 150
 
 def in_memory_with(log: Path, line: bytes | None) -> Replay:
     """``referee replay`` in this process, with the faulty judge when ``line`` is given."""
-    names = vars(referee_module)
-    saved = names["judge"]
+    saved = revisions.REVISIONS
     if line is not None:
-        names["judge"] = faulty_judge(play_of(line))
+        revisions.REVISIONS = with_judge_1(faulty_judge(play_of(line)))
     try:
         verdicts, rejected, summary = io.BytesIO(), io.BytesIO(), None
         summary = replay_log(log, verdicts, rejected, workers=1)
     finally:
-        names["judge"] = saved
+        revisions.REVISIONS = saved
     return Replay(
         [v.decode() for v in verdicts.getvalue().splitlines()],
         [json.loads(r) for r in rejected.getvalue().splitlines()],

@@ -179,6 +179,9 @@ REFEREE_LIVENESS_STALL_SECONDS: {{ .Values.config.livenessStallSeconds | toStrin
 {{- with .Values.config.buildRevision }}
 REFEREE_BUILD_REVISION: {{ . | quote }}
 {{- end }}
+{{- with .Values.config.rulesRevision }}
+REFEREE_RULES_REVISION: {{ . | toString | quote }}
+{{- end }}
 {{- end }}
 
 {{/*

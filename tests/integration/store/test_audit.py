@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.conftest import execute
+import pytest
+
+from tests.integration.conftest import execute, fetch
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "tournament.jsonl"
@@ -133,3 +136,121 @@ async def test_replay_into_the_store_writes_its_rejections_like_the_in_memory_re
     assert memory.returncode == 0, memory.stderr
     assert in_store.read_bytes() == in_memory.read_bytes()
     assert in_store.read_bytes().count(b"\n") == 32
+
+
+async def test_audit_names_each_games_rules_revision_and_the_referee_that_started_it(
+    migrated_database: str,
+) -> None:
+    from importlib.metadata import version
+
+    await _store_example(migrated_database)
+    report = await asyncio.to_thread(_referee, "audit", "--database", migrated_database)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "games by rules revision: revision 1: 8\n" in report.stdout
+    assert f"games by the referee that started them: {version('referee')}: 8" in report.stdout
+    done = await asyncio.to_thread(_referee, "audit", "--json", "--database", migrated_database)
+    document = json.loads(done.stdout)
+    assert document["rules_revisions"] == {"1": 8}
+    assert document["started_by"] == {version("referee"): 8}
+
+
+async def test_a_game_without_a_recorded_revision_is_audited_under_revision_1(
+    migrated_database: str,
+) -> None:
+    """A store written before migration 0009 has no game_revisions rows: its games are
+    revision 1, and they audit cleanly."""
+    await _store_example(migrated_database)
+    await execute(migrated_database, "ALTER TABLE game_revisions DISABLE TRIGGER USER")
+    await execute(migrated_database, "DELETE FROM game_revisions WHERE game_id LIKE 'sim-42-%'")
+    await execute(migrated_database, "ALTER TABLE game_revisions ENABLE TRIGGER USER")
+    report = await asyncio.to_thread(_referee, "audit", "--database", migrated_database)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "games by rules revision: revision 1: 8\n" in report.stdout
+    assert "before 0.2.0: " in report.stdout
+
+
+async def test_audit_and_explain_refuse_a_revision_this_release_lacks(
+    migrated_database: str,
+) -> None:
+    await _store_example(migrated_database)
+    await execute(
+        migrated_database,
+        "INSERT INTO game_revisions (game_id, rules_revision, referee_version, journal_id) "
+        "VALUES ('from-the-future', 99, '9.0.0', 1)",
+    )
+    for command in ("audit", "explain"):
+        report = await asyncio.to_thread(_referee, command, "--database", migrated_database)
+        assert report.returncode == 3, (command, report.stdout, report.stderr)
+        assert "rules revision 99 is not known to this referee" in report.stderr
+        assert "Traceback" not in report.stderr
+
+
+async def test_a_differential_audit_lists_the_games_a_candidate_revision_would_change(
+    migrated_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``audit --revision N``: the check a release runs before it ships a new revision. A
+    candidate revision 2 that scores Threes as a count of threes (a third of the count, as
+    Fives and Threes does) changes the games that score during play by threes, and no other;
+    revision 1 changes nothing."""
+    from types import MappingProxyType
+
+    from referee.domain import judge as judge_module
+    from referee.domain import revisions
+    from referee.domain.play_scoring import play_points
+    from referee.domain.rules import PlayScoring
+    from referee.processing.audit import audit
+    from referee.store.database import create_engine
+    from referee.store.views import StoreViews
+
+    await _store_example(migrated_database, EDITION2)
+    today = judge_module.judge
+
+    def changed(scoring: PlayScoring, count: int) -> int:
+        if scoring is PlayScoring.THREES and count > 0:
+            return count // 3 if count % 3 == 0 else 0
+        return play_points(scoring, count)
+
+    def judge_2(game: object, event: object) -> object:
+        monkeypatch.setattr(judge_module, "play_points", changed)
+        try:
+            return today(game, event)  # type: ignore[arg-type]
+        finally:
+            monkeypatch.setattr(judge_module, "play_points", play_points)
+
+    monkeypatch.setattr(
+        revisions,
+        "REVISIONS",
+        MappingProxyType(
+            {**revisions.REVISIONS, 2: revisions.RulesRevision(2, judge_2, "candidate")}  # type: ignore[arg-type]
+        ),
+    )
+    engine = create_engine(migrated_database)
+    try:
+        same = await audit(StoreViews(engine), 65536, candidate=1)
+        report = await audit(StoreViews(engine), 65536, candidate=2)
+        own = await audit(StoreViews(engine), 65536)
+    finally:
+        await engine.dispose()
+    assert same.passed, same.differences
+    assert "revision 1 changes nothing" in same.summary()
+    assert own.passed, own.differences
+    assert not report.passed
+    assert report.changed_games
+    rules = {
+        r["game_id"]: json.loads(r["s"])["rules"]
+        for r in await fetch(
+            migrated_database, "SELECT game_id, state::text AS s FROM current_games"
+        )
+    }
+    for game in report.changed_games:
+        assert rules[game].get("play_scoring") == "threes", (game, rules[game])
+    summary = report.summary()
+    assert f"revision 2 would change the verdicts of {len(report.changed_games)} game(s)" in summary
+    assert "revision 2 gives" in summary
+    assert all(f"game {g!r}, verdict #" in summary for g in report.changed_games)
+
+
+def test_the_differential_audit_refuses_an_unknown_candidate() -> None:
+    done = _referee("audit", "--revision", "4", "--database", "postgresql://nowhere/x")
+    assert done.returncode == 2
+    assert "rules revision 4 is not known" in done.stderr

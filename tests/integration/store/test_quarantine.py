@@ -18,7 +18,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-import referee.processing.referee as referee_module
+from referee.domain import revisions
 from referee.processing.audit import audit
 from referee.processing.replay import replay
 from referee.processing.replay_store import replay_into_store
@@ -27,7 +27,7 @@ from referee.store.database import create_engine
 from referee.store.rows import Fenced, StepRows, Written
 from referee.store.step_store import PostgresStepStore
 from referee.store.views import StoreViews
-from tests.faults import chosen_play, faulty_judge, play_of
+from tests.faults import chosen_play, faulty_judge, play_of, with_judge_1
 from tests.integration.conftest import fetch
 
 pytestmark = pytest.mark.postgres
@@ -117,7 +117,7 @@ async def test_a_judge_that_fails_on_one_record_quarantines_that_record_only(
 ) -> None:
     number, line = chosen_play(log)
     clean = in_memory(log)
-    monkeypatch.setattr(referee_module, "judge", faulty_judge(play_of(line)))
+    monkeypatch.setattr(revisions, "REVISIONS", with_judge_1(faulty_judge(play_of(line))))
     memory = in_memory(log)
 
     verdicts, rejected = await into_store(log, migrated_database, batch_size=40)

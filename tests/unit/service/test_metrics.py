@@ -34,3 +34,21 @@ def test_a_batch_is_counted_by_event_type_verdict_rejection_and_duplicate() -> N
         for kind in {p.event_type or "unreadable" for p in results}
     )
     assert total == len(batch)
+
+
+def test_build_info_names_the_version_the_build_and_the_rules_revision() -> None:
+    from importlib.metadata import version
+
+    from referee.domain.revisions import NEWEST
+
+    text = Metrics(revision="abc123").exposition().decode()
+    line = (
+        f'referee_build_info{{revision="abc123",rules_revision="{NEWEST}",'
+        f'version="{version("referee")}"}} 1.0'
+    )
+    assert line in text.splitlines(), [x for x in text.splitlines() if "build_info" in x]
+    pinned = Metrics(revision="abc123", rules_revision=7).registry.get_sample_value(
+        "referee_build_info",
+        {"version": version("referee"), "revision": "abc123", "rules_revision": "7"},
+    )
+    assert pinned == 1
