@@ -109,7 +109,7 @@ def both(value: float, target: float, ratio: float, least: float) -> str:
         return "**met**"
     return (
         f"**not met** (throughput {verdict(value, target)[2:-2]},"
-        f" ratio {verdict(ratio, least)[2:-2]})"
+        f" ratio {ratio:.3f} {verdict(ratio, least)[2:-2]})"
     )
 
 
