@@ -51,21 +51,20 @@ async def test_autogenerate_finds_no_difference_between_models_and_migrations(
     assert differences == []
 
 
-async def test_an_interrupted_0008_finishes_on_the_next_migrate(migrated_database: str) -> None:
+async def test_an_interrupted_0008_finishes_on_the_next_migrate(empty_database: str) -> None:
     """0008 builds its indexes CONCURRENTLY, outside the migration's transaction: cut off
     there, it leaves its columns and tables committed, the version at 0007 and an index
     missing or INVALID. The next `referee migrate` must finish it, not fail on the columns."""
-    head = await fetch(migrated_database, "SELECT version_num FROM alembic_version")
-    await execute(migrated_database, "DROP TABLE game_revisions")  # 0009's, after 0008's
-    await execute(migrated_database, "UPDATE alembic_version SET version_num = '0007'")
+    await asyncio.to_thread(migrate, empty_database, "0008")
+    await execute(empty_database, "UPDATE alembic_version SET version_num = '0007'")
     await execute(
-        migrated_database,
+        empty_database,
         "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'verdicts_outbox'::regclass",
     )
-    await execute(migrated_database, "DROP INDEX dead_letters_legacy")
-    await asyncio.to_thread(migrate, migrated_database)
+    await execute(empty_database, "DROP INDEX dead_letters_legacy")
+    await asyncio.to_thread(migrate, empty_database, "0008")
     rows = await fetch(
-        migrated_database,
+        empty_database,
         "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
         " WHERE c.relname IN ('verdicts_outbox', 'dead_letters_legacy')",
     )
@@ -73,5 +72,6 @@ async def test_an_interrupted_0008_finishes_on_the_next_migrate(migrated_databas
         ("verdicts_outbox", True),
         ("dead_letters_legacy", True),
     }
-    version = await fetch(migrated_database, "SELECT version_num FROM alembic_version")
-    assert [r["version_num"] for r in version] == [r["version_num"] for r in head]
+    version = await fetch(empty_database, "SELECT version_num FROM alembic_version")
+    assert [r["version_num"] for r in version] == ["0008"]
+    await asyncio.to_thread(migrate, empty_database)  # and on to the newest revision
