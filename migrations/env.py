@@ -8,13 +8,18 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from referee.store.database import create_engine
-from referee.store.schema import metadata
+from referee.store.schema import include_object, metadata
 
 target_metadata = metadata
 
 
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        compare_type=True,
+        include_object=include_object,
+    )
     with context.begin_transaction():
         context.run_migrations()
 

@@ -14,6 +14,7 @@ import re
 import ssl
 import warnings
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from referee.store.partitions import PartitionPolicy, create_partitions
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 MIGRATIONS = (
@@ -314,9 +317,24 @@ def embedded_url(data_dir: Path) -> str:
     return uri
 
 
-def migrate(url: str, revision: str = "head") -> None:
-    """Upgrades the database to ``revision`` with Alembic."""
+def migrate(url: str, revision: str = "head", partitions: PartitionPolicy | None = None) -> None:
+    """Upgrades the database to ``revision`` with Alembic; at the newest revision, makes the
+    time partitions of ``partitions`` (default: a day, three ahead) from now on."""
     _alembic("upgrade", url, revision)
+    if revision == "head":
+        asyncio.run(make_partitions(url, partitions or PartitionPolicy()))
+
+
+async def make_partitions(url: str, policy: PartitionPolicy) -> datetime:
+    """Makes the time partitions missing up to now + the policy's horizon; returns how far
+    they all reach (``referee maintain``)."""
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            return await create_partitions(raw.driver_connection, policy)
+    finally:
+        await engine.dispose()
 
 
 def downgrade(url: str, revision: str = "base") -> None:

@@ -43,11 +43,19 @@ def sqlstate(exc: BaseException) -> str | None:
     return None
 
 
+def is_missing_partition(exc: BaseException) -> bool:
+    """Checks if a write failed because a row had no time partition to go to (migration
+    0010): the partitions were not made ahead, an outage of the store, never the record's."""
+    return sqlstate(exc) == "23514" and any(
+        "no partition of relation" in str(cause) for cause in _chain(exc)
+    )
+
+
 def is_outage(exc: BaseException) -> bool:
     """Checks if a failure came from the database being unavailable (retry, never quarantine)."""
     code = sqlstate(exc)
     if code is not None:
-        return code[:2] in OUTAGE_CLASSES
+        return code[:2] in OUTAGE_CLASSES or is_missing_partition(exc)
     for cause in _chain(exc):
         if isinstance(cause, asyncpg.DataError):
             return False  # the client refused a value: the record's doing

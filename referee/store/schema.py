@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -13,6 +15,7 @@ from sqlalchemy import (
     MetaData,
     Table,
     Text,
+    UniqueConstraint,
     func,
     text,
 )
@@ -29,6 +32,7 @@ APPEND_ONLY_TABLES = (
     "outbox_checkpoints",
     "input_partitions",
     "game_revisions",
+    "carried_prints",
 )
 """Tables no UPDATE, DELETE or TRUNCATE may touch (triggers raise)."""
 
@@ -85,19 +89,26 @@ journal = Table(
     Column("took_place", Boolean, nullable=False, comment="took the next seq of its game"),
     Column("fingerprint", LargeBinary, nullable=False),
     Column("raw", LargeBinary, nullable=False, comment="the record exactly as received"),
-    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column(
+        "recorded_at",
+        DateTime(timezone=True),
+        primary_key=True,
+        nullable=False,
+        server_default=func.now(),
+        comment="the time partition key (migration 0010)",
+    ),
     Column(
         "max_event_bytes",
         BigInteger,
         comment="the size limit the record was judged under (NULL: before revision 0003)",
     ),
+    postgresql_partition_by="RANGE (recorded_at)",
     comment="Every input record received, in arrival order, with its outcome.",
 )
 Index(
     "journal_game_seq",
     journal.c.game_id,
     journal.c.seq,
-    unique=True,
     postgresql_where=text("took_place"),
 )
 Index(
@@ -114,7 +125,15 @@ game_versions = Table(
     Column("version", BigInteger, primary_key=True, comment="the last seq folded into this state"),
     Column("state", Text, nullable=False),  # the state codec's JSON, as written (0007)
     Column("journal_id", BigInteger, nullable=False, comment="the last journal row folded"),
-    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column(
+        "recorded_at",
+        DateTime(timezone=True),
+        primary_key=True,
+        nullable=False,
+        server_default=func.now(),
+        comment="the time partition key (migration 0010)",
+    ),
+    postgresql_partition_by="RANGE (recorded_at)",
     comment="The projection: each game's folded state, a version per processed batch.",
 )
 
@@ -122,14 +141,23 @@ verdicts = Table(
     "verdicts",
     metadata,
     Column("position", BigInteger, primary_key=True, autoincrement=True, comment="outbox order"),
-    Column("verdict_id", Text, nullable=False, unique=True),
+    Column("verdict_id", Text, nullable=False),
     Column("game_id", Text, nullable=False),
     Column("type", Text, nullable=False),
     Column("cause_seq", BigInteger, nullable=False),
     Column("journal_id", BigInteger, nullable=False),
     Column("body", Text, nullable=False, comment="the canonical JSON, byte for byte"),
-    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column(
+        "recorded_at",
+        DateTime(timezone=True),
+        primary_key=True,
+        nullable=False,
+        server_default=func.now(),
+        comment="the time partition key (migration 0010)",
+    ),
     *_source_columns(),
+    UniqueConstraint("verdict_id", "recorded_at", name="verdicts_verdict_id_key"),
+    postgresql_partition_by="RANGE (recorded_at)",
     comment="Every verdict, in the order produced; also the outbox of the verdict topic.",
 )
 Index("verdicts_game", verdicts.c.game_id, verdicts.c.position)
@@ -139,12 +167,21 @@ dead_letters = Table(
     "dead_letters",
     metadata,
     Column("position", BigInteger, primary_key=True, autoincrement=True, comment="outbox order"),
-    Column("journal_id", BigInteger, nullable=False, unique=True),
+    Column("journal_id", BigInteger, nullable=False),
     Column("key", LargeBinary, comment="the input record's key, as received"),
     Column("reason", Text, nullable=False),
     Column("body", Text, nullable=False, comment="EventRejected, canonical JSON"),
-    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column(
+        "recorded_at",
+        DateTime(timezone=True),
+        primary_key=True,
+        nullable=False,
+        server_default=func.now(),
+        comment="the time partition key (migration 0010)",
+    ),
     *_source_columns(),
+    UniqueConstraint("journal_id", "recorded_at", name="dead_letters_journal_id_key"),
+    postgresql_partition_by="RANGE (recorded_at)",
     comment="Every rejected input as EventRejected; the outbox of the dead-letter topic.",
 )
 _outbox_indexes(dead_letters)
@@ -157,7 +194,15 @@ consumer_positions = Table(
     Column("partition", Integer, primary_key=True),
     Column("offset", BigInteger, primary_key=True, comment="the last offset processed"),
     Column("journal_id", BigInteger, nullable=False),
-    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column(
+        "recorded_at",
+        DateTime(timezone=True),
+        primary_key=True,
+        nullable=False,
+        server_default=func.now(),
+        comment="the time partition key (migration 0010)",
+    ),
+    postgresql_partition_by="RANGE (recorded_at)",
     comment="Input positions processed, written with the rows they account for.",
 )
 
@@ -233,3 +278,40 @@ game_revisions = Table(
     comment="The rules revision each game was pinned to at its GameStarted (none: started "
     "before migration 0009, revision 1).",
 )
+
+carried_prints = Table(
+    "carried_prints",
+    metadata,
+    Column("game_id", Text, primary_key=True),
+    Column("seq", BigInteger, primary_key=True),
+    Column("event_id", Text),
+    Column("fingerprint", LargeBinary, nullable=False),
+    Column("journal_id", BigInteger, nullable=False),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="The prints (seq, event id, fingerprint) of the events of games still going on "
+    "when their journal partition was archived.",
+)
+Index("carried_prints_event", carried_prints.c.game_id, carried_prints.c.event_id)
+
+_TIME_PARTITION = re.compile(
+    r"(journal|game_versions|verdicts|dead_letters|consumer_positions)_p(_legacy|\d{8}t\d{6})"
+)
+
+
+def is_time_partition(name: str | None) -> bool:
+    """Checks if a table is one of the time partitions (made at run time, not modelled)."""
+    return name is not None and _TIME_PARTITION.fullmatch(name) is not None
+
+
+def include_object(
+    obj: object,
+    name: str | None,
+    type_: str,
+    reflected: bool,  # noqa: ARG001 - Alembic's signature
+    compare_to: object,  # noqa: ARG001
+) -> bool:
+    """Alembic's filter: leaves the time partitions and their indexes out of comparisons."""
+    if type_ == "table":
+        return not is_time_partition(name)
+    table = getattr(obj, "table", None)
+    return not is_time_partition(getattr(table, "name", None))

@@ -17,8 +17,9 @@ from sqlalchemy import Table, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from referee.store.errors import is_outage
+from referee.store.errors import is_missing_partition, is_outage
 from referee.store.locks import position_lock_name
+from referee.store.partitions import PartitionKeeper, PartitionPolicy
 from referee.store.rows import (
     DEAD_LETTER_COLUMNS,
     GAME_REVISION_COLUMNS,
@@ -48,10 +49,18 @@ class PostgresStepStore:
     """The step's store on PostgreSQL: reads standing alone, each batch's write in one
     transaction."""
 
-    def __init__(self, engine: AsyncEngine, *, insert_below: int | None = None) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        insert_below: int | None = None,
+        partitions: PartitionPolicy | None = None,
+    ) -> None:
         self.engine = engine
         self.insert_below = INSERT_BELOW if insert_below is None else insert_below
         """Batches of at most this many journal rows are appended by INSERT, larger by COPY."""
+        self.partitions = PartitionKeeper(partitions or PartitionPolicy())
+        """Makes the time partitions ahead of the rows (``store/partitions.py``)."""
 
     async def load_positions(
         self, group_id: str, topic: str, partitions: Iterable[int]
@@ -87,14 +96,20 @@ class PostgresStepStore:
         async with self.engine.connect() as conn:
             raw = await conn.get_raw_connection()
             driver: Any = raw.driver_connection
-            if len(rows.journal) <= self.insert_below:
-                return await _write_at_once(driver, group_id, ordered, rows)
-            async with driver.transaction():
-                found = await driver.fetchval(_FENCE, *_fence_args(group_id, ordered))
-                if found is not None:  # nothing written: the empty transaction ends
-                    return Written(_moved(ordered, found), time.perf_counter())
-                await _copy(driver, _ALL, _records(rows))
-                appended = time.perf_counter()
+            await self.partitions.ensure(driver)
+            try:
+                if len(rows.journal) <= self.insert_below:
+                    return await _write_at_once(driver, group_id, ordered, rows)
+                async with driver.transaction():
+                    found = await driver.fetchval(_FENCE, *_fence_args(group_id, ordered))
+                    if found is not None:  # nothing written: the empty transaction ends
+                        return Written(_moved(ordered, found), time.perf_counter())
+                    await _copy(driver, _ALL, _records(rows))
+                    appended = time.perf_counter()
+            except Exception as exc:
+                if is_missing_partition(exc):
+                    self.partitions.forget()  # made before the retry's write
+                raise
             return Written(None, appended)
 
     @asynccontextmanager
@@ -158,13 +173,18 @@ _LOAD_GAMES = (
 )
 # (game, seq) and (game, event id) pairs as two parallel arrays; IN keeps each journal row once
 # however often its place is asked for, as the row-value IN list this replaced did.
+# Each asks the journal and the prints carried past its archived partitions (migration 0010).
 _PRINTS_OF_SEQS = (
     "SELECT game_id, seq, event_id, fingerprint FROM journal WHERE took_place"
     " AND (game_id, seq) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))"
+    " UNION SELECT game_id, seq, event_id, fingerprint FROM carried_prints"
+    " WHERE (game_id, seq) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))"
 )
 _PRINTS_OF_EVENT_IDS = (
     "SELECT game_id, seq, event_id, fingerprint FROM journal WHERE took_place"
     " AND (game_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))"
+    " UNION SELECT game_id, seq, event_id, fingerprint FROM carried_prints"
+    " WHERE (game_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))"
 )
 _RESERVE_IDS = (
     "SELECT (SELECT array_agg(nextval('journal_id_seq')) FROM generate_series(1, $1::int)),"

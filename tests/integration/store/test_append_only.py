@@ -32,7 +32,8 @@ async def test_update_and_delete_fail_even_for_a_superuser(
         "INSERT INTO relay_checkpoints VALUES ('verdicts', 1, now());"
         "INSERT INTO outbox_checkpoints VALUES ('verdicts', 't', 0, 1, now());"
         "INSERT INTO input_partitions VALUES ('grp', 't', 4, now());"
-        "INSERT INTO game_revisions VALUES ('g', 1, '0.2.0', 1, now())",
+        "INSERT INTO game_revisions VALUES ('g', 1, '0.2.0', 1, now());"
+        "INSERT INTO carried_prints VALUES ('g', 1, 'e', '\\x00', 1, now())",
     )
     column = {
         "consumer_positions": '"offset"',

@@ -9,7 +9,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy.engine import Connection
 
 from referee.store.database import create_engine, downgrade, migrate
-from referee.store.schema import APPEND_ONLY_TABLES, metadata
+from referee.store.schema import APPEND_ONLY_TABLES, include_object, metadata
 from tests.integration.conftest import execute, fetch
 
 VIEWS = {"current_games", "standings", "player_fouls", "current_positions", "verdict_log"}
@@ -40,7 +40,9 @@ async def test_autogenerate_finds_no_difference_between_models_and_migrations(
     engine = create_engine(migrated_database)
 
     def diff(conn: Connection) -> list[object]:
-        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        context = MigrationContext.configure(
+            conn, opts={"compare_type": True, "include_object": include_object}
+        )
         return list(compare_metadata(context, metadata))
 
     try:
