@@ -224,6 +224,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     audit.set_defaults(handler=_audit)
 
+    maintain = command(
+        "maintain", "make the store's time partitions ahead of the clock (a CronJob runs it)"
+    )
+    _database_flags(maintain)
+    maintain.set_defaults(handler=_maintain)
+
     partitions = command(
         "partitions",
         "the input topic's partitions in Kafka and in the store; --accept records a new count",
@@ -376,6 +382,12 @@ def _audit(args: argparse.Namespace) -> int:
     from referee.cli.store_commands import audit
 
     return audit(args)
+
+
+def _maintain(args: argparse.Namespace) -> int:
+    from referee.cli.seasons import maintain
+
+    return maintain(args)
 
 
 def _partitions(args: argparse.Namespace) -> int:

@@ -181,7 +181,7 @@ def _migrate_to_newest(db: Database, settings: Settings) -> None:
     ``audit`` do), then migrates."""
     _probe(db, settings, lambda engine: _refuse_newer(engine, db))
     with reaching(db):
-        run_migrations(db.url)
+        run_migrations(db.url, partitions=settings.partition_policy)
 
 
 def migrate(args: argparse.Namespace) -> int:
@@ -235,6 +235,7 @@ def replay_store(args: argparse.Namespace, log: Path | BinaryIO) -> int:
                     cache_games=settings.cache_games,
                     progress=bar,
                     rules_revision=args.rules_revision or settings.rules_revision,
+                    partitions=settings.partition_policy,
                 )
             finally:
                 await engine.dispose()

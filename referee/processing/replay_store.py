@@ -18,6 +18,7 @@ from referee.domain.revisions import NEWEST
 from referee.processing.outcome import Tally
 from referee.processing.replay import Log, Progress, Records, ReplayReport, opened
 from referee.processing.step import InputRecord, ProcessingStep, StepResult
+from referee.store.partitions import PartitionPolicy
 from referee.store.step_store import PostgresStepStore
 
 REPLAY_GROUP = "replay"
@@ -41,6 +42,7 @@ async def replay_into_store(
     cache_games: int = 100_000,
     progress: Progress | None = None,
     rules_revision: int = NEWEST,
+    partitions: PartitionPolicy | None = None,
 ) -> tuple[ReplayReport, int]:
     """Referees a log into the store; returns the report and the lines skipped because an
     earlier run had processed them.
@@ -66,7 +68,7 @@ async def replay_into_store(
 
     # Batches are pipelined: the next is judged while the one before commits.
     step = ProcessingStep(
-        PostgresStepStore(engine),
+        PostgresStepStore(engine, partitions=partitions),
         REPLAY_GROUP,
         max_event_bytes=max_event_bytes,
         cache_games=cache_games,

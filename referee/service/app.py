@@ -51,7 +51,7 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
     publishing, preflight = _publishing(settings, security, engine, metrics)
     publishers = Publishers(publishing)
     step = ProcessingStep(
-        PostgresStepStore(engine),
+        PostgresStepStore(engine, partitions=settings.partition_policy),
         settings.group_id,
         max_event_bytes=settings.max_event_bytes,
         cache_games=settings.cache_games,

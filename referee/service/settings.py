@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import ssl
+from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import (
@@ -27,6 +28,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from referee.domain.revisions import NEWEST, UnknownRevisionError, revision
 from referee.service.limits import BATCH_SIZE_CAP, MAX_EVENT_BYTES_CAP
 from referee.store.database import MAX_PORT, is_port, parse_database_url
+from referee.store.partitions import RETENTION_CAP, PartitionPolicy, parse_interval
 
 PREFIX = "REFEREE_"
 
@@ -196,6 +198,32 @@ class Settings(BaseSettings):
         description="The rules revision a game that starts is pinned to (docs/rules.md, "
         "Rules revisions); a game keeps the one it started under. Default: the newest.",
     )
+    partition_interval: str = Field(
+        default="1 day",
+        description="How long each time partition of the store is (docs/store.md, Time "
+        "partitions): a whole number and a unit ('1 day', '6h', '15 minutes'), from a minute "
+        "to 31 days. A change applies from the end of the partitions made already.",
+    )
+    partitions_ahead: int = Field(
+        default=3,
+        ge=1,
+        le=1000,
+        description="How many time partitions are made ahead of the clock (by the store "
+        "before it writes, by `referee migrate` and `referee maintain`).",
+    )
+    archive_url: str = Field(
+        default="",
+        description="Where `referee archive` writes and `referee audit --archive` reads the "
+        "archive: a local directory or s3://bucket/prefix (credentials and endpoint from "
+        "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL). Empty: "
+        "give --to / --archive.",
+    )
+    archive_retention: str = Field(
+        default="30 days",
+        description="How long rows stay in PostgreSQL before `referee archive` moves them to "
+        "the archive (without --before): a whole number and a unit, from a minute to "
+        "3650 days.",
+    )
     build_revision: str = Field(
         default="unknown",
         description="The source revision of this build, for referee_build_info (the image "
@@ -211,6 +239,28 @@ class Settings(BaseSettings):
             if info.field_name == "kafka_security_protocol" and value in _NOT_A_PROTOCOL:
                 raise ValueError(_NOT_A_PROTOCOL[value])
         return value
+
+    @field_validator("partition_interval")
+    @classmethod
+    def _interval(cls, value: str) -> str:
+        parse_interval(value)  # raises ValueError naming the rule
+        return value
+
+    @field_validator("archive_retention")
+    @classmethod
+    def _retention(cls, value: str) -> str:
+        parse_interval(value, largest=RETENTION_CAP)
+        return value
+
+    @property
+    def partition_policy(self) -> PartitionPolicy:
+        """The time partitions' interval and how many are made ahead."""
+        return PartitionPolicy(parse_interval(self.partition_interval), self.partitions_ahead)
+
+    @property
+    def retention(self) -> timedelta:
+        """How long rows stay in PostgreSQL before they are archived."""
+        return parse_interval(self.archive_retention, largest=RETENTION_CAP)
 
     @field_validator("rules_revision")
     @classmethod

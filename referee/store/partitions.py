@@ -35,11 +35,13 @@ _UNITS = {
 _INTERVAL = re.compile(r"(\d{1,6}) ?([a-z]+)")
 SMALLEST = timedelta(minutes=1)
 LARGEST = timedelta(days=31)
+RETENTION_CAP = timedelta(days=3650)
 
 
-def parse_interval(text: str) -> timedelta:
+def parse_interval(text: str, *, largest: timedelta = LARGEST) -> timedelta:
     """Reads an interval written as ``<n><unit>`` or ``<n> <unit>`` (units: m, min, minute(s),
-    h, hour(s), d, day(s)), between a minute and 31 days; raises ValueError naming the rule."""
+    h, hour(s), d, day(s)), between a minute and ``largest`` (31 days unless told); raises
+    ValueError naming the rule."""
     match = _INTERVAL.fullmatch(text.strip().lower())
     if match is None or match.group(2) not in _UNITS:
         raise ValueError(
@@ -47,8 +49,8 @@ def parse_interval(text: str) -> timedelta:
             "'6h' or '15 minutes' (units: minutes, hours, days)"
         )
     interval = timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
-    if not SMALLEST <= interval <= LARGEST:
-        raise ValueError(f"{text!r} is not between a minute and 31 days")
+    if not SMALLEST <= interval <= largest:
+        raise ValueError(f"{text!r} is not between a minute and {largest.days} days")
     return interval
 
 
