@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
-from referee.archive import Row, Segment, segment_name
+from referee.archive import (
+    TABLES,
+    Archive,
+    Row,
+    Segment,
+    make_run_id,
+    rows_digest,
+    segment_name,
+    verify_written,
+    write_manifest,
+    write_segment,
+)
 
 I8_MIN, I8_MAX = -(2**63), 2**63 - 1
 I4_MIN, I4_MAX = -(2**31), 2**31 - 1
@@ -94,3 +105,56 @@ def edge_rows() -> dict[str, list[Row]]:
             ("referee", "domino.game-events", I4_MAX, I8_MAX, I8_MAX, t1),
         ],
     }
+
+
+# An archive of two runs: journal ids 1, 2, 4 in the first partition and 3, 5, 6 in the second
+# (batches committed across the cut: the id ranges interleave, no id is in both), 7 to 9 in the
+# third, and a fourth partition without rows.
+LAYOUT: dict[int, list[tuple[int, float]]] = {
+    0: [(1, 0.5), (2, 1.0), (4, 5.9)],
+    6: [(3, 6.0), (5, 6.5), (6, 7.0)],
+    12: [(7, 12.0), (8, 12.5), (9, 17.9)],
+    18: [],
+}
+RUNS = [(0, 6), (12, 18)]
+
+
+def rows_for(journal: list[tuple[int, float]]) -> dict[str, list[Row]]:
+    """Rows of every table for journal rows ``(id, hours)``, each table in reading order."""
+    out: dict[str, list[Row]] = {name: [] for name in edge_rows()}
+    for id_, hours in journal:
+        when = at(hours)
+        out["journal"].append(journal_row(id_, when))
+        out["game_versions"].append((f"g{id_ % 2}", id_, "{}", id_, when))
+        out["game_versions"].append((f"g{id_ % 2 + 2}", id_, "{}", id_, when))
+        for k in range(2):
+            position = id_ * 10 + k
+            out["verdicts"].append(
+                (position, f"v{position}", "g", "Score", id_, id_, "{}", when, "t", 0)
+            )
+        if id_ % 2:
+            out["dead_letters"].append((id_, id_, b"k", "bad_json", "{}", when, "t", 0))
+        out["consumer_positions"].append(("referee", "t", 0, id_, id_, when))
+    return out
+
+
+def build_archive(archive: Archive) -> dict[str, list[Row]]:
+    """Write ``LAYOUT`` in the two ``RUNS`` (manifests included); return each table's rows in
+    reading order across the whole archive."""
+    every: dict[str, list[Row]] = {name: [] for name in edge_rows()}
+    for run in RUNS:
+        entries = []
+        segments = []
+        for hours in run:
+            seg = segment(hours)
+            segments.append(seg)
+            for name, rows in rows_for(LAYOUT[hours]).items():
+                entry = write_segment(archive, name, seg, rows)
+                verify_written(archive, entry, rows_digest(name, rows))
+                entries.append(entry)
+                every[name].extend(rows)
+        write_manifest(archive, make_run_id(at(30 + run[0]), segments), entries)
+    for name, table in TABLES.items():
+        keys = [table.index(c) for c in table.order]
+        every[name].sort(key=lambda row: tuple(row[i] for i in keys))
+    return every
