@@ -124,15 +124,20 @@ def test_a_write_that_fails_midway_leaves_no_partial_file(
     archive = open_archive(str(tmp_path))
     path = "journal/day=2026-12-05/p.parquet"
 
+    directory = tmp_path / "journal" / "day=2026-12-05"
+    mid_write: list[Path] = []
+
     def half_then_fail(stream: BinaryIO, data: bytes) -> None:
         stream.write(data[: len(data) // 2])
         stream.flush()
+        # what a reader (or a crash) would find now: the half is not at the target
+        mid_write.extend(p for p in directory.iterdir() if not p.name.startswith("."))
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(storage_module, "_write_fully", half_then_fail)
     with pytest.raises(OSError, match="No space left"):
         archive.write_bytes(path, b"0123456789" * 1000)
-    directory = tmp_path / "journal" / "day=2026-12-05"
+    assert mid_write == []
     assert list(directory.iterdir()) == []  # no target, no temporary file
     assert archive.list_files("journal") == []
 
