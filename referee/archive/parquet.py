@@ -15,7 +15,7 @@ from typing import Final
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from referee.archive.errors import ArchiveError, VerificationError
+from referee.archive.errors import VerificationError
 from referee.archive.tables import TABLES, Kind, Row, Table, check_row, table
 
 ARROW_TYPES: Final = {
@@ -102,13 +102,3 @@ def parquet_to_rows(table_name: str, data: bytes) -> list[Row]:
         )
     columns = [_column_values(arrow_table.column(i), c.kind) for i, c in enumerate(t.columns)]
     return list(zip(*columns, strict=True)) if columns and arrow_table.num_rows else []
-
-
-def read_column(table_name: str, data: bytes, column: str) -> list[object]:
-    """One column of a Parquet file of ``table_name`` (the journal ids, for the overlap check)."""
-    t = table(table_name)
-    try:
-        arrow_table = pq.read_table(io.BytesIO(data), columns=[column])
-    except (pa.ArrowException, OSError) as error:
-        raise ArchiveError(f"not a readable Parquet file of {t.name}: {error}") from error
-    return _column_values(arrow_table.column(0), t.columns[t.index(column)].kind)

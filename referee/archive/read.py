@@ -6,7 +6,7 @@ import heapq
 from collections.abc import Iterator
 from typing import Any
 
-from referee.archive.errors import ArchiveMismatchError, VerificationError
+from referee.archive.errors import ArchiveError, ArchiveMismatchError, VerificationError
 from referee.archive.manifest import ManifestEntry, read_manifests
 from referee.archive.storage import Archive
 from referee.archive.tables import Row, table
@@ -29,12 +29,8 @@ def iter_rows(archive: Archive, table_name: str) -> Iterator[Row]:
     runs: dict[str, str] = {}
     try:
         manifests = read_manifests(archive)
-    except VerificationError as error:
-        raise ArchiveMismatchError(str(error)) from error
-    except Exception as error:
-        raise ArchiveMismatchError(
-            f"cannot read the manifests of {archive.url}: {error}"
-        ) from error
+    except ArchiveError as error:
+        raise ArchiveMismatchError(f"the manifests of {archive.url}: {error}") from error
     for manifest in manifests:
         for entry in manifest.files:
             if entry.table != t.name:
