@@ -23,6 +23,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "service": {"domain", "contracts", "store", "processing", "service"},
     "cli": {"domain", "contracts", "store", "processing", "service", "cli", "simulate"},
     "simulate": {"domain", "contracts"},
+    "archive": {"archive"},
 }
 """For each layer, the referee layers its modules may import (docs/design.md, "Layers")."""
 

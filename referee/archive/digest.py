@@ -1,0 +1,80 @@
+"""The content digest of a table's rows: SHA-256 over a canonical encoding, independent of Parquet.
+
+The store's side computes the same digest from the rows it still holds and compares it with the
+archived file's before it drops the partition. The encoding (docs/archive.md):
+
+- a header: ``referee-archive-rows/1``, a zero byte, the table's name, a zero byte;
+- then each row, in the order given, each value in column order: ``00`` for NULL, else ``01``
+  followed by: int4 as 4 bytes and int8 as 8 bytes, big-endian two's complement; bool as one
+  byte ``00``/``01``; text as its UTF-8 and bytea as its bytes, each after its length in 8 bytes
+  big-endian; timestamptz as the int8 of microseconds since 1970-01-01 00:00:00 UTC.
+
+A row is checked against its table as it is encoded (``ArchiveRowError``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from referee.archive.tables import Kind, Row, check_row, table
+
+FORMAT = b"referee-archive-rows/1"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SIZES = {Kind.INT4: 4, Kind.INT8: 8}
+
+
+def micros(value: datetime) -> int:
+    """Microseconds since the Unix epoch of an aware datetime (exact: no float)."""
+    delta = value - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+class RowsDigest:
+    """An incremental rows digest: feed rows as a cursor gives them, then ``hexdigest()``."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = table(table_name)
+        self._hash = hashlib.sha256(FORMAT + b"\0" + self._table.name.encode() + b"\0")
+        self.count = 0
+        """How many rows were fed."""
+
+    def update(self, row: Row) -> None:
+        check_row(self._table, row, self.count)
+        parts: list[bytes] = []
+        for column, value in zip(self._table.columns, row, strict=True):
+            if value is None:
+                parts.append(b"\0")
+                continue
+            parts.append(b"\1")
+            kind = column.kind
+            if kind in _SIZES:
+                assert isinstance(value, int)
+                parts.append(value.to_bytes(_SIZES[kind], "big", signed=True))
+            elif kind is Kind.BOOL:
+                parts.append(b"\1" if value else b"\0")
+            elif kind is Kind.TIMESTAMPTZ:
+                assert isinstance(value, datetime)
+                parts.append(micros(value).to_bytes(8, "big", signed=True))
+            else:
+                data = value.encode() if isinstance(value, str) else value
+                assert isinstance(data, bytes)
+                parts.append(len(data).to_bytes(8, "big"))
+                parts.append(data)
+        self._hash.update(b"".join(parts))
+        self.count += 1
+
+    def update_all(self, rows: Iterable[Row]) -> None:
+        for row in rows:
+            self.update(row)
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+def rows_digest(table_name: str, rows: Iterable[Row]) -> str:
+    """The hex SHA-256 rows digest of ``rows`` (in the order given) of table ``table_name``."""
+    digest = RowsDigest(table_name)
+    digest.update_all(rows)
+    return digest.hexdigest()
