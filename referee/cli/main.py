@@ -222,6 +222,12 @@ def _parser() -> argparse.ArgumentParser:
         "its own) and list the games whose verdicts it would change, with the first "
         "differing verdict of each (exit 1 if any)",
     )
+    audit.add_argument(
+        "--archive",
+        metavar="URL",
+        help="read the archive (a directory or s3://bucket/prefix) and the store as one "
+        "journal; check every archived file against its manifest",
+    )
     audit.set_defaults(handler=_audit)
 
     maintain = command(
@@ -229,6 +235,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     _database_flags(maintain)
     maintain.set_defaults(handler=_maintain)
+
+    archive = command(
+        "archive", "move old time partitions to the Parquet archive, verified, then drop them"
+    )
+    _database_flags(archive)
+    archive.add_argument(
+        "--to",
+        metavar="URL",
+        help="a directory or s3://bucket/prefix (default: $REFEREE_ARCHIVE_URL)",
+    )
+    archive.add_argument(
+        "--before",
+        type=_moment,
+        metavar="TIME",
+        help="archive what was recorded before this ISO 8601 time (default: now less "
+        "$REFEREE_ARCHIVE_RETENTION)",
+    )
+    archive.set_defaults(handler=_archive)
 
     partitions = command(
         "partitions",
@@ -382,6 +406,18 @@ def _audit(args: argparse.Namespace) -> int:
     from referee.cli.store_commands import audit
 
     return audit(args)
+
+
+def _archive(args: argparse.Namespace) -> int:
+    from referee.cli.seasons import archive
+
+    return archive(args)
+
+
+def _moment(text: str) -> object:
+    from referee.cli.seasons import moment
+
+    return moment(text)
 
 
 def _maintain(args: argparse.Namespace) -> int:

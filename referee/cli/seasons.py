@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 
-from referee.cli.errors import EXIT_OK
+from referee.cli.errors import EXIT_OK, UsageError
 from referee.cli.store_commands import (
     _engine,
     _probe,
@@ -51,3 +51,50 @@ def maintain(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return EXIT_OK
+
+
+def archive(args: argparse.Namespace) -> int:
+    """``referee archive --to URL [--before TIME]``: the partitions older than TIME (default:
+    now less ``REFEREE_ARCHIVE_RETENTION``) to the archive, verified, then dropped."""
+    from referee.archive import ArchiveError, open_archive
+    from referee.processing.archiver import ArchiveReport, archive_before
+
+    settings = settings_or_exit()
+    url = args.to or settings.archive_url
+    if not url:
+        raise UsageError("say where the archive is: --to URL or REFEREE_ARCHIVE_URL")
+    started_at = datetime.now(UTC)
+    before = args.before or started_at - settings.retention
+    db = choose_database(args.database, embedded=args.embedded, settings=settings)
+    _probe(db, settings)
+    try:
+        target = open_archive(url)
+    except ArchiveError as error:
+        raise UsageError(f"--to {url}: {error}") from None
+
+    async def run() -> ArchiveReport:
+        engine = _engine(db, settings)
+        try:
+            await require_schema(engine, db, "archives")
+            async with engine.connect() as conn:
+                raw = await conn.get_raw_connection()
+                return await archive_before(raw.driver_connection, target, before, started_at)
+        finally:
+            await engine.dispose()
+
+    with reaching(db):
+        report = asyncio.run(run())
+    print(f"{db.shown} -> {target.url}, before {before.isoformat()}", file=sys.stderr)
+    print(report.summary(), file=sys.stderr)
+    return EXIT_OK
+
+
+def moment(text: str) -> datetime:
+    """argparse type: an ISO 8601 time; without a zone, UTC."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a time: write it as ISO 8601, e.g. 2026-12-01T00:00:00Z"
+        ) from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)

@@ -259,8 +259,9 @@ def audit(args: argparse.Namespace) -> int:
     settings = settings_or_exit()
     db = choose_database(args.database, embedded=args.embedded, settings=settings)
     _probe(db, settings)
+    archive = getattr(args, "archive", None)
     with reaching(db):
-        revision, report = asyncio.run(_audit(db, settings, args.revision))
+        revision, report = asyncio.run(_audit(db, settings, args.revision, archive))
     if args.json:
         document = {
             "database": db.shown,
@@ -275,7 +276,7 @@ def audit(args: argparse.Namespace) -> int:
 
 
 async def _audit(
-    db: Database, settings: Settings, candidate: int | None = None
+    db: Database, settings: Settings, candidate: int | None = None, archive: str | None = None
 ) -> tuple[str, AuditReport]:
     from referee.processing.audit import audit as run_audit
     from referee.store.views import StoreViews
@@ -283,7 +284,25 @@ async def _audit(
     engine = _engine(db, settings)
     try:
         revision = await require_schema(engine, db, "audits")
-        return revision, await run_audit(StoreViews(engine), settings.max_event_bytes, candidate)
+        views = StoreViews(engine)
+        if archive is None:
+            return revision, await run_audit(views, settings.max_event_bytes, candidate)
+        from referee.archive import ArchiveError, open_archive
+        from referee.processing.archived_views import ArchivedViews
+
+        try:
+            both = ArchivedViews(views, open_archive(archive))
+        except ArchiveError as error:
+            raise UsageError(f"--archive {archive}: {error}") from None
+        both.check()
+        try:
+            report = await run_audit(both, settings.max_event_bytes, candidate)
+        except ArchiveError as error:
+            report = AuditReport(candidate=candidate)
+            report.differences.append(f"archive: {error}")
+        report.differences[:0] = both.problems
+        report.archived_rows = both.archived_rows
+        return revision, report
     finally:
         await engine.dispose()
 

@@ -40,6 +40,8 @@ class AuditReport:
     changed_games: list[str] = field(default_factory=list)
     """The games whose verdicts differ from the stored ones, in game id order."""
     differences: list[str] = field(default_factory=list)
+    archived_rows: int | None = None
+    """Journal rows read from the archive (``referee audit --archive``); None: no archive."""
 
     @property
     def passed(self) -> bool:
@@ -58,6 +60,8 @@ class AuditReport:
             f"games by rules revision: {_counts(self.rules_revisions, 'revision ')}\n"
             f"games by the referee that started them: {_counts(self.started_by, '')}\n"
         )
+        if self.archived_rows is not None:
+            head += f"journal rows read from the archive: {self.archived_rows}\n"
         shown = "\n".join(f"  - {d}" for d in self.differences[:20])
         more = len(self.differences) - 20
         tail = f"\n  ... and {more} more" if more > 0 else ""

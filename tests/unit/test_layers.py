@@ -19,9 +19,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "domain": {"domain"},
     "contracts": {"domain", "contracts"},
     "store": {"contracts", "store"},
-    "processing": {"domain", "contracts", "store", "processing"},
+    "processing": {"domain", "contracts", "store", "processing", "archive"},
     "service": {"domain", "contracts", "store", "processing", "service"},
-    "cli": {"domain", "contracts", "store", "processing", "service", "cli", "simulate"},
+    "cli": {"domain", "contracts", "store", "processing", "service", "cli", "simulate", "archive"},
     "simulate": {"domain", "contracts"},
     "archive": {"archive"},
 }
