@@ -278,6 +278,7 @@ def audit(args: argparse.Namespace) -> int:
 async def _audit(
     db: Database, settings: Settings, candidate: int | None = None, archive: str | None = None
 ) -> tuple[str, AuditReport]:
+    from referee.processing.audit import AuditReport
     from referee.processing.audit import audit as run_audit
     from referee.store.views import StoreViews
 
