@@ -38,6 +38,9 @@ def configure_logging(level: str) -> None:
     # (alembic's plugin registry announces itself each time the migrations are read)
     for noisy in ("aiokafka", "faststream", "alembic.runtime.plugins"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    # but the group's joins, assignments and revocations: rare, and what a stuck rebalance
+    # is diagnosed from
+    logging.getLogger("aiokafka.consumer.group_coordinator").setLevel(root.level)
 
 
 def failure_line(logger: str, message: str, exit_code: int | None) -> str:

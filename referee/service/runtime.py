@@ -50,6 +50,8 @@ class Service:
     """Why some input partitions are left unread (added to the topic), if any are."""
     last_commit: float = field(default_factory=time.monotonic)
     """When a batch last committed (monotonic seconds)."""
+    started_at: float = field(default_factory=time.monotonic)
+    """When the service was made (monotonic seconds): the consumer joins its group after."""
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     # --- the lifecycle (FastStream's hooks) --------------------------------------------------
@@ -129,12 +131,19 @@ class Service:
         """Checks that the consumer loop and the publishers are not stuck.
 
         The consumer is stuck when records wait on its partitions but no batch has committed
-        for ``liveness_stall_seconds``; a publisher when its loop has not come round for as
-        long (one that cannot publish retries, and comes round between its tries).
+        for ``liveness_stall_seconds``, or when it has not joined its group that long after
+        the start (a join that never completes leaves an instance that holds nothing and
+        does nothing); a publisher when its loop has not come round for as long (one that
+        cannot publish retries, and comes round between its tries).
         """
         bound = self.settings.liveness_stall_seconds
         now = time.monotonic()
         problems = []
+        if not self.joined and now - self.started_at > bound:
+            problems.append(
+                f"consumer stuck: not joined its group {now - self.started_at:.0f} s after "
+                "the start"
+            )
         waiting = self.waiting_records()
         if waiting and now - self.last_commit > bound:
             problems.append(

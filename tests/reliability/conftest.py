@@ -21,6 +21,7 @@ from tests.integration.conftest import (
     migrated_database,
 )
 from tests.integration.kafka.conftest import Stack, bootstrap, close_stack, open_stack
+from tools.testkit.kafkatools import probe_group
 
 __all__ = ["admin_url", "bootstrap", "empty_database", "migrated_database"]
 
@@ -41,6 +42,9 @@ async def make_stack(
     async def factory(partitions: int = 4, *, migrated: bool = True) -> Stack:
         s = await open_stack(bootstrap, admin_url, tmp_path, partitions, migrated=migrated)
         made.append(s)
+        # a broker restarted by the scenario before may still be loading the group's
+        # coordinator (docs/reliability.md): start once the group can be joined
+        await probe_group(bootstrap, s.group, s.topics.input)
         return s
 
     yield factory

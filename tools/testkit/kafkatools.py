@@ -50,6 +50,29 @@ async def create_topics(bootstrap: str, topics: Topics, partitions: int = 4) -> 
         await admin.close()
 
 
+async def probe_group(bootstrap: str, group_id: str, topic: str, limit: float = 120.0) -> float:
+    """Joins ``group_id`` on ``topic`` with a throwaway member, then leaves; returns how long
+    the join took. A broker restarted moments ago may take a while to load the group's
+    coordinator: the scenarios start once it answers, so what they measure is the referee's
+    and not the broker's warm-up. Raises TimeoutError if no join completes in ``limit`` s."""
+    started = time.monotonic()
+    while True:
+        remaining = limit - (time.monotonic() - started)
+        if remaining <= 0:
+            raise TimeoutError(f"group {group_id!r} could not be joined in {limit:.0f} s")
+        consumer = AIOKafkaConsumer(
+            topic, bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False
+        )
+        try:
+            async with asyncio.timeout(min(remaining, 30.0)):
+                await consumer.start()  # returns once the group has assigned it
+            return time.monotonic() - started
+        except TimeoutError:
+            continue
+        finally:
+            await consumer.stop()  # leaves the group: the referee's members join it afresh
+
+
 def keyed_lines(log: Path) -> list[tuple[bytes | None, bytes]]:
     """Returns (key, value) for every line of a log: the key is the game id when readable."""
     out: list[tuple[bytes | None, bytes]] = []

@@ -43,6 +43,7 @@ def service(**settings: Any) -> Service:
     s.step = FakeStep(-1)  # type: ignore[assignment]
     s.publishers = FakePublishers(time.monotonic())  # type: ignore[assignment]
     s.last_commit = time.monotonic()
+    s.started_at = time.monotonic()
     s.draining = None
     return s
 
@@ -73,8 +74,20 @@ async def test_an_instance_given_no_partition_is_ready_unless_it_must_own_one() 
     assert await readiness_problems(s) == "ready"
 
 
+async def test_stuck_when_the_consumer_has_not_joined_its_group_long_after_the_start() -> None:
+    s = service(liveness_stall_seconds=5)
+    assert (await s.liveness())[0], "just started: the join takes a moment"
+    s.started_at = time.monotonic() - 30
+    alive, why = await s.liveness()
+    assert not alive
+    assert why.startswith("consumer stuck: not joined its group 30 s after the start")
+    s.joined = True
+    assert (await s.liveness())[0], "joined (an empty assignment counts): alive"
+
+
 async def test_alive_while_idle_and_stuck_when_records_wait_without_a_commit() -> None:
     s = service(liveness_stall_seconds=5)
+    s.joined = True
     s.consumer = FakeConsumer(100)
     s.assigned = {TopicPartition("events", 0)}
     s.step = FakeStep(99)  # type: ignore[assignment]
@@ -90,6 +103,7 @@ async def test_alive_while_idle_and_stuck_when_records_wait_without_a_commit() -
 
 async def test_stuck_when_a_publishers_loop_has_not_come_round() -> None:
     s = service(liveness_stall_seconds=5)
+    s.joined = True
     s.publishers = FakePublishers(time.monotonic() - 30)  # type: ignore[assignment]
     alive, why = await s.liveness()
     assert not alive
