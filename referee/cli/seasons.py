@@ -78,7 +78,13 @@ def archive(args: argparse.Namespace) -> int:
             await require_schema(engine, db, "archives")
             async with engine.connect() as conn:
                 raw = await conn.get_raw_connection()
-                return await archive_before(raw.driver_connection, target, before, started_at)
+                return await archive_before(
+                    raw.driver_connection,
+                    target,
+                    before,
+                    started_at,
+                    keep_prints=settings.keep_prints,
+                )
         finally:
             await engine.dispose()
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from referee.archive import (
@@ -105,10 +105,12 @@ async def archive_before(
     before: datetime,
     started_at: datetime,
     *,
+    keep_prints: timedelta = timedelta(days=7),
     after: Step = _ignore,
 ) -> ArchiveReport:
     """Archives every segment that ended before ``before`` (and may be), verified, then
-    drops it; ``started_at`` names the run's manifest."""
+    drops it; ``started_at`` names the run's manifest. The prints of games active within
+    ``keep_prints`` of ``started_at`` (or not finished) are carried into the live store."""
     report = ArchiveReport()
     known = archived_segments(archive)
     for name, tables in (await detached_leftovers(driver)).items():
@@ -147,7 +149,7 @@ async def archive_before(
         report.manifest = run_id
     known = archived_segments(archive)
     for store_segment, segment, _ in planned:
-        carried = await carry_and_detach(driver, store_segment)
+        carried = await carry_and_detach(driver, store_segment, started_at - keep_prints)
         report.carried["states"] += carried.states
         report.carried["positions"] += carried.positions
         report.carried["prints"] += carried.prints

@@ -224,6 +224,12 @@ class Settings(BaseSettings):
         "the archive (without --before): a whole number and a unit, from a minute to "
         "3650 days.",
     )
+    archive_keep_prints: str = Field(
+        default="7 days",
+        description="How long after a game's last event `referee archive` keeps the prints "
+        "of its archived events in PostgreSQL (and always while the game goes on), so a "
+        "redelivered event is told from a conflicting one without reading the archive.",
+    )
     build_revision: str = Field(
         default="unknown",
         description="The source revision of this build, for referee_build_info (the image "
@@ -246,7 +252,7 @@ class Settings(BaseSettings):
         parse_interval(value)  # raises ValueError naming the rule
         return value
 
-    @field_validator("archive_retention")
+    @field_validator("archive_retention", "archive_keep_prints")
     @classmethod
     def _retention(cls, value: str) -> str:
         parse_interval(value, largest=RETENTION_CAP)
@@ -256,6 +262,11 @@ class Settings(BaseSettings):
     def partition_policy(self) -> PartitionPolicy:
         """The time partitions' interval and how many are made ahead."""
         return PartitionPolicy(parse_interval(self.partition_interval), self.partitions_ahead)
+
+    @property
+    def keep_prints(self) -> timedelta:
+        """How long a finished game's prints stay in PostgreSQL once its events are archived."""
+        return parse_interval(self.archive_keep_prints, largest=RETENTION_CAP)
 
     @property
     def retention(self) -> timedelta:

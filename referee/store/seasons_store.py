@@ -128,19 +128,20 @@ WHERE NOT EXISTS (
         AND n.recorded_at >= $1)
 ORDER BY p.group_id, p.topic, p.partition, p."offset" DESC
 """
-# A game without a winner may still receive a redelivered event: the prints of its archived
-# places are kept, so it is told from a conflicting one without the archive.
+# A game without a winner, or one whose last event is recent ($1: now less the time prints
+# are kept), may still receive a redelivered event: the prints of its archived places are
+# kept, so it is told from a conflicting one without the archive.
 _CARRY_PRINTS = """
 INSERT INTO carried_prints (game_id, seq, event_id, fingerprint, journal_id)
 SELECT j.game_id, j.seq, j.event_id, j.fingerprint, j.id
 FROM {part} j
 WHERE j.took_place AND j.game_id IN (
     SELECT g.game_id FROM (
-        SELECT DISTINCT ON (game_id) game_id, state FROM game_versions
+        SELECT DISTINCT ON (game_id) game_id, state, recorded_at FROM game_versions
         WHERE game_id IN (SELECT game_id FROM {part} WHERE took_place)
-        ORDER BY game_id, version DESC
+        ORDER BY game_id, version DESC, recorded_at
     ) g
-    WHERE (g.state::jsonb ->> 'winner') IS NULL)
+    WHERE (g.state::jsonb ->> 'winner') IS NULL OR g.recorded_at >= $1)
 ON CONFLICT DO NOTHING
 """
 
@@ -154,19 +155,26 @@ class Carried:
     prints: int
 
 
-async def carry_and_detach(driver: Any, segment: StoreSegment) -> Carried:
+async def carry_and_detach(driver: Any, segment: StoreSegment, prints_since: datetime) -> Carried:
     """In one transaction: carries into the live partitions the newest state of every game,
-    the newest position of every input partition, and the prints of every game still going
-    on, whose rows are in the segment and nowhere later; then detaches the segment's five
-    partitions. Nothing judged later ever needs their rows again."""
+    the newest position of every input partition (each whose rows are in the segment and
+    nowhere later), and the prints of every game still going on or active since
+    ``prints_since``; then detaches the segment's five partitions. Nothing judged later needs
+    their rows again (but a redelivery of an event of a game finished before
+    ``prints_since``: docs/archive.md)."""
     async with driver.transaction():
+        # the detach waits for the writers' transactions on the tables, and they for it: wait
+        # a bounded time, and leave the segment for the next run rather than stall them
+        await driver.execute("SET LOCAL lock_timeout = '10s'")
         states = await driver.execute(
             _CARRY_STATES.format(part=segment.partition("game_versions")), segment.end
         )
         positions = await driver.execute(
             _CARRY_POSITIONS.format(part=segment.partition("consumer_positions")), segment.end
         )
-        prints = await driver.execute(_CARRY_PRINTS.format(part=segment.partition("journal")))
+        prints = await driver.execute(
+            _CARRY_PRINTS.format(part=segment.partition("journal")), prints_since
+        )
         for table in PARTITIONED:
             await driver.execute(f"ALTER TABLE {table} DETACH PARTITION {segment.partition(table)}")
     return Carried(_count(states), _count(positions), _count(prints))
