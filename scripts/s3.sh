@@ -12,11 +12,11 @@
 #
 # Credentials (static, one admin identity): access key `referee`, secret key
 # `referee-secret`; clients sign for region us-east-1. `start` returns once a signed write
-# and read go through (bucket `referee-ready`, kept): about 10 s on an empty data dir, about
-# 17 s on one with volumes (the master refuses new writes for 15 s after it starts, until
-# the volume server has reported them). `stop` takes about 16 s (the filer waits 15 s to
-# flush its metadata log to the volume server, which stops first). The first start builds
-# weed: about 5 minutes on 2 cores.
+# and read go through (bucket `referee-ready`, kept): about 11 s on an empty data dir, about
+# 18 s on one with volumes (the master refuses new writes for 15 s after it starts, until
+# the volume server has reported them). `stop` takes 2 s, up to 17 s after writes (the filer
+# then waits 15 s to flush its metadata log to the volume server, which stopped first). The
+# first start builds weed: about 5 minutes on 2 cores.
 #
 # Environment:
 #   S3_PORT            S3 API port (default 18333). The other listeners, all on 127.0.0.1,
