@@ -1,7 +1,8 @@
-"""Real services for integration tests: a PostgreSQL server (and, later, Apache Kafka).
+"""Real services for integration tests: a PostgreSQL server, Apache Kafka, an S3 server.
 
 The services are started by the project's scripts (scripts/test does it); their addresses
-arrive in REFEREE_TEST_DATABASE_URL and REFEREE_TEST_KAFKA. Without them the tests are
+arrive in REFEREE_TEST_DATABASE_URL, REFEREE_TEST_KAFKA and REFEREE_TEST_S3_ENDPOINT (with
+REFEREE_TEST_S3_ACCESS_KEY and REFEREE_TEST_S3_SECRET_KEY). Without them the tests are
 skipped on a developer's machine and fail under CI, so a missing service never passes
 silently.
 """
@@ -10,10 +11,13 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
+from pyarrow import fs as pafs
 from sqlalchemy.engine import make_url
 
 
@@ -94,3 +98,56 @@ async def execute(url: str, query: str, *args: object) -> str:
         return str(await conn.execute(query, *args))
     finally:
         await conn.close()
+
+
+@dataclass(frozen=True)
+class S3Server:
+    """The test S3 server (SeaweedFS, started by scripts/s3.sh) and its static credentials."""
+
+    endpoint: str  # http://127.0.0.1:<port>
+    access_key: str
+    secret_key: str
+
+    def filesystem(self, *, secret_key: str | None = None) -> pafs.S3FileSystem:
+        """A pyarrow S3 client on the server (path-style, plain HTTP); ``secret_key``
+        overrides the secret (to show a wrong one is refused)."""
+        url = urlsplit(self.endpoint)
+        return pafs.S3FileSystem(
+            access_key=self.access_key,
+            secret_key=self.secret_key if secret_key is None else secret_key,
+            region="us-east-1",
+            scheme=url.scheme,
+            endpoint_override=url.netloc,
+            allow_bucket_creation=True,
+            allow_bucket_deletion=True,
+            connect_timeout=5,
+            request_timeout=30,
+            retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=2),
+        )
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> S3Server:
+    """The S3 server of the test suite (started by scripts/test)."""
+    return S3Server(
+        endpoint=_require("REFEREE_TEST_S3_ENDPOINT"),
+        access_key=_require("REFEREE_TEST_S3_ACCESS_KEY"),
+        secret_key=_require("REFEREE_TEST_S3_SECRET_KEY"),
+    )
+
+
+@pytest.fixture
+def s3_archive_url(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """``s3://<bucket>/archive`` in a fresh bucket (deleted afterwards, with what is in it),
+    with the environment any S3 client reads set for the test server: the static
+    credentials, AWS_ENDPOINT_URL and AWS_REGION (and no instance-metadata lookups)."""
+    bucket = f"referee-t-{uuid.uuid4().hex[:12]}"
+    s3 = s3_server.filesystem()
+    s3.create_dir(bucket)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    yield f"s3://{bucket}/archive"
+    s3.delete_dir(bucket)
