@@ -1,0 +1,90 @@
+"""``referee archive`` killed after every step (written, verified, detached, dropped), then run
+again: nothing lost, nothing archived twice, every archived partition gone from PostgreSQL,
+and ``referee audit --archive`` passing.
+
+The kill is real: a process running the archive is ended with ``os._exit`` (no cleanup, no
+flush, as SIGKILL would) at the moment the step named completes for the first segment
+holding rows; a second process, ``referee archive``, then finishes the work.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from referee.archive import check_archive, open_archive, read_manifests
+from tests.integration.archive.seasons import live_season, referee, segment_tables
+
+pytestmark = [pytest.mark.postgres]
+
+KILLED = 137
+
+STOPPED_RUN = """
+import asyncio, os, sys
+from datetime import UTC, datetime
+import asyncpg
+from referee.archive import open_archive
+from referee.processing.archiver import archive_before
+
+url, target, before, step, segment = sys.argv[1:]
+
+def after(done, name):
+    if done == step and name == segment:
+        os._exit(137)
+
+async def main():
+    conn = await asyncpg.connect(url)
+    await archive_before(
+        conn, open_archive(target), datetime.fromisoformat(before), datetime.now(UTC), after=after
+    )
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("step", ["written", "verified", "detached", "dropped"])
+async def test_an_archive_killed_after_any_step_is_finished_by_the_next_run(
+    empty_database: str, tmp_path: Path, step: str
+) -> None:
+    url = empty_database
+    season = await live_season(url, tmp_path, slices=2)
+    target = str(tmp_path / "archive")
+    before = season.bounds[-1][1].isoformat()
+    segment = f"p{season.bounds[-1][0]:%Y%m%dt%H%M%S}"
+    plain = url.replace("postgresql+asyncpg://", "postgresql://")
+    stopped = subprocess.run(
+        [sys.executable, "-c", STOPPED_RUN, plain, target, before, step, segment],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert stopped.returncode == KILLED, stopped.stderr
+    left = await segment_tables(url)
+    if step in ("written", "verified"):
+        assert segment in left, "killed before its detach: the partition is still there"
+    elif step == "detached":
+        assert segment in left, "killed between detach and drop: the detached tables remain"
+
+    done = referee("archive", "--database", url, "--to", target, "--before", before)
+    assert done.returncode == 0, done.stderr
+    left = await segment_tables(url)
+    archived = {f"p{lo:%Y%m%dt%H%M%S}" for lo, _ in season.bounds} | {"p_legacy"}
+    assert not archived & set(left), left
+
+    archive = open_archive(target)
+    report = check_archive(archive)
+    assert report.ok, [str(p) for p in report.problems]
+    listed = [(e.table, e.segment) for m in read_manifests(archive) for e in m.files]
+    assert len(listed) == len(set(listed)), "a partition archived twice"
+    assert {s for _, s in listed} == archived
+
+    done = referee("audit", "--database", url, "--archive", target, "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    audit = json.loads(done.stdout)
+    lines = season.slices[0].read_bytes().count(b"\n")
+    assert audit["journal_rows"] == lines, "every record of the log, once"
+    assert audit["archived_rows"] == lines
