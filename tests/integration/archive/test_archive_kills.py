@@ -9,6 +9,7 @@ holding rows; a second process, ``referee archive``, then finishes the work.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 
 from referee.archive import check_archive, open_archive, read_manifests
 from tests.integration.archive.seasons import live_season, referee, segment_tables
+from tests.integration.conftest import _plain
 
 pytestmark = [pytest.mark.postgres]
 
@@ -55,9 +57,9 @@ async def test_an_archive_killed_after_any_step_is_finished_by_the_next_run(
     target = str(tmp_path / "archive")
     before = season.bounds[-1][1].isoformat()
     segment = f"p{season.bounds[-1][0]:%Y%m%dt%H%M%S}"
-    plain = url.replace("postgresql+asyncpg://", "postgresql://")
-    stopped = subprocess.run(
-        [sys.executable, "-c", STOPPED_RUN, plain, target, before, step, segment],
+    stopped = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", STOPPED_RUN, _plain(url), target, before, step, segment],
         capture_output=True,
         text=True,
         check=False,
