@@ -13,12 +13,21 @@ import asyncio
 import json
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from referee.archive import check_archive, open_archive, read_manifests
-from tests.integration.archive.seasons import live_season, referee, segment_tables
+from referee.store.database import migrate
+from tests.integration.archive.seasons import (
+    live_season,
+    referee,
+    segment_tables,
+    short_partitions,
+    wait_until,
+)
 from tests.integration.conftest import _plain
 
 pytestmark = [pytest.mark.postgres]
@@ -90,3 +99,35 @@ async def test_an_archive_killed_after_any_step_is_finished_by_the_next_run(
     lines = season.slices[0].read_bytes().count(b"\n")
     assert audit["journal_rows"] == lines, "every record of the log, once"
     assert audit["archived_rows"] == lines
+
+
+async def test_a_segment_an_open_transaction_could_still_write_is_left_alone(
+    empty_database: str, tmp_path: Path
+) -> None:
+    url = empty_database
+    await asyncio.to_thread(migrate, url, "0010")
+    bounds = await short_partitions(url, 2)  # the newest segment is never archived
+    lo, hi = bounds[1]
+    segment = f"p{lo:%Y%m%dt%H%M%S}"
+    target = str(tmp_path / "archive")
+    before = (hi + timedelta(days=1)).isoformat()
+    writer = await asyncpg.connect(_plain(url))
+    try:
+        # a transaction that begins inside the segment, as a batch whose rows take its start
+        # as their recorded_at, and is still open once the segment has ended
+        await wait_until(lo)
+        await writer.execute("BEGIN")
+        began = await writer.fetchval("SELECT now()")
+        assert lo <= began < hi
+        await wait_until(hi)
+        done = referee("archive", "--database", url, "--to", target, "--before", before)
+        assert done.returncode == 0, done.stderr
+        assert f"segment {segment} waits: a transaction open since" in done.stderr
+        assert segment in await segment_tables(url), "left in PostgreSQL"
+        assert "p_legacy" not in await segment_tables(url), "the segments before it went"
+    finally:
+        await writer.execute("ROLLBACK")
+        await writer.close()
+    done = referee("archive", "--database", url, "--to", target, "--before", before)
+    assert done.returncode == 0, done.stderr
+    assert segment not in await segment_tables(url), "archived once the transaction ended"
