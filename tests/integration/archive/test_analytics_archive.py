@@ -48,7 +48,9 @@ async def test_duckdb_reads_the_archive_as_the_recipe_says(
     assert {str(d) for d, _, _ in by_day} == days
     assert Counter({t: n for _, t, n in by_day}) == Counter(v["type"] for v in verdicts)
     assert sorted(won) == sorted(
-        (v["game_id"], json.loads(v["body"])["winner"]) for v in verdicts if v["type"] == "GameWon"
+        (v["game_id"], json.loads(str(v["body"]))["winner"])
+        for v in verdicts
+        if v["type"] == "GameWon"
     )
     journal = TABLES["journal"].names
     heard = Counter(
