@@ -234,8 +234,14 @@ def open_archive(url: str, environ: Mapping[str, str] | None = None) -> Archive:
     """The archive at ``url``: a directory path, ``file:///dir``, or ``s3://bucket[/prefix]``.
 
     ``environ`` (default ``os.environ``) gives S3 its credentials, region and endpoint. Nothing
-    is created or contacted here: a local directory is made on the first write.
+    is created or contacted here: a local directory is made on the first write. A URL that is
+    blank, has spaces at its ends or holds a control character is refused (a directory named
+    so is a mistake, never an archive).
     """
+    if not url.strip() or url != url.strip():
+        raise ArchiveError(f"an archive URL is a path, file:// or s3://, not {url!r}")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        raise ArchiveError(f"an archive URL holds no control character: {url!r}")
     parts = urlsplit(url)
     if parts.scheme == "s3":
         bucket, prefix = parts.netloc, parts.path.strip("/")

@@ -9,7 +9,13 @@ import asyncio
 import sys
 from datetime import UTC, datetime
 
-from referee.cli.errors import EXIT_OK, UsageError
+from referee.cli.errors import (
+    EXIT_DIFFERENCE,
+    EXIT_OK,
+    CommandError,
+    UnavailableError,
+    UsageError,
+)
 from referee.cli.store_commands import (
     _engine,
     _probe,
@@ -19,6 +25,22 @@ from referee.cli.store_commands import (
     settings_or_exit,
 )
 from referee.store.partitions import TimePartition, create_partitions, list_partitions
+
+
+class ArchiveRefusedError(CommandError):
+    """The archive does not hold what PostgreSQL holds (exit 1, as an audit's difference)."""
+
+    code = EXIT_DIFFERENCE
+
+
+def archive_failure(url: str, error: Exception) -> CommandError:
+    """What an archive's failure means to the operator: the archive unreachable (exit 3), or
+    not holding what it should (exit 1: nothing was dropped)."""
+    from referee.archive import ManifestError, SegmentAlreadyArchivedError, VerificationError
+
+    if isinstance(error, VerificationError | ManifestError | SegmentAlreadyArchivedError):
+        return ArchiveRefusedError(f"the archive at {url} is refused, nothing dropped: {error}")
+    return UnavailableError(f"the archive at {url} is unavailable: {error}")
 
 
 def maintain(args: argparse.Namespace) -> int:
@@ -89,7 +111,10 @@ def archive(args: argparse.Namespace) -> int:
             await engine.dispose()
 
     with reaching(db):
-        report = asyncio.run(run())
+        try:
+            report = asyncio.run(run())
+        except ArchiveError as error:
+            raise archive_failure(target.url, error) from None
     print(f"{db.shown} -> {target.url}, before {before.isoformat()}", file=sys.stderr)
     print(report.summary(), file=sys.stderr)
     return EXIT_OK

@@ -288,19 +288,26 @@ async def _audit(
         views = StoreViews(engine)
         if archive is None:
             return revision, await run_audit(views, settings.max_event_bytes, candidate)
-        from referee.archive import ArchiveError, open_archive
+        from referee.archive import ArchiveError, VerificationError, open_archive
+        from referee.archive.storage import LocalArchive
+        from referee.cli.seasons import archive_failure
         from referee.processing.archived_views import ArchivedViews
 
         try:
-            both = ArchivedViews(views, open_archive(archive))
+            opened = open_archive(archive)
         except ArchiveError as error:
             raise UsageError(f"--archive {archive}: {error}") from None
-        both.check()
+        if isinstance(opened, LocalArchive) and not opened.root.is_dir():
+            raise UsageError(f"--archive {archive}: no such directory")
+        both = ArchivedViews(views, opened)
         try:
+            both.check()
             report = await run_audit(both, settings.max_event_bytes, candidate)
-        except ArchiveError as error:
+        except VerificationError as error:  # a file unlike its manifest: said, not judged
             report = AuditReport(candidate=candidate)
             report.differences.append(f"archive: {error}")
+        except ArchiveError as error:
+            raise archive_failure(archive, error) from None
         report.differences[:0] = both.problems
         report.archived_rows = both.archived_rows
         return revision, report

@@ -42,6 +42,7 @@ from referee.archive import (
 from referee.store.partitions import PARTITIONED
 from referee.store.seasons_store import (
     StoreSegment,
+    TablesBusy,
     attached_segments,
     carry_and_detach,
     database_now,
@@ -149,7 +150,11 @@ async def archive_before(
         report.manifest = run_id
     known = archived_segments(archive)
     for store_segment, segment, _ in planned:
-        carried = await carry_and_detach(driver, store_segment, started_at - keep_prints)
+        try:
+            carried = await carry_and_detach(driver, store_segment, started_at - keep_prints)
+        except TablesBusy as busy:
+            report.waiting = str(busy)  # archived and listed: the next run detaches it
+            break
         report.carried["states"] += carried.states
         report.carried["positions"] += carried.positions
         report.carried["prints"] += carried.prints

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from sqlalchemy import (
     BigInteger,
@@ -73,6 +74,18 @@ def _outbox_indexes(table: Table) -> None:
     )
 
 
+def _partition_key() -> Column[datetime]:
+    """``recorded_at`` of a time-partitioned table: its transaction's start, part of its keys."""
+    return Column(
+        "recorded_at",
+        DateTime(timezone=True),
+        primary_key=True,
+        nullable=False,
+        server_default=func.now(),
+        comment="the time partition key (migration 0010)",
+    )
+
+
 journal = Table(
     "journal",
     metadata,
@@ -89,14 +102,7 @@ journal = Table(
     Column("took_place", Boolean, nullable=False, comment="took the next seq of its game"),
     Column("fingerprint", LargeBinary, nullable=False),
     Column("raw", LargeBinary, nullable=False, comment="the record exactly as received"),
-    Column(
-        "recorded_at",
-        DateTime(timezone=True),
-        primary_key=True,
-        nullable=False,
-        server_default=func.now(),
-        comment="the time partition key (migration 0010)",
-    ),
+    _partition_key(),
     Column(
         "max_event_bytes",
         BigInteger,
@@ -125,14 +131,7 @@ game_versions = Table(
     Column("version", BigInteger, primary_key=True, comment="the last seq folded into this state"),
     Column("state", Text, nullable=False),  # the state codec's JSON, as written (0007)
     Column("journal_id", BigInteger, nullable=False, comment="the last journal row folded"),
-    Column(
-        "recorded_at",
-        DateTime(timezone=True),
-        primary_key=True,
-        nullable=False,
-        server_default=func.now(),
-        comment="the time partition key (migration 0010)",
-    ),
+    _partition_key(),
     postgresql_partition_by="RANGE (recorded_at)",
     comment="The projection: each game's folded state, a version per processed batch.",
 )
@@ -147,14 +146,7 @@ verdicts = Table(
     Column("cause_seq", BigInteger, nullable=False),
     Column("journal_id", BigInteger, nullable=False),
     Column("body", Text, nullable=False, comment="the canonical JSON, byte for byte"),
-    Column(
-        "recorded_at",
-        DateTime(timezone=True),
-        primary_key=True,
-        nullable=False,
-        server_default=func.now(),
-        comment="the time partition key (migration 0010)",
-    ),
+    _partition_key(),
     *_source_columns(),
     UniqueConstraint("verdict_id", "recorded_at", name="verdicts_verdict_id_key"),
     postgresql_partition_by="RANGE (recorded_at)",
@@ -171,14 +163,7 @@ dead_letters = Table(
     Column("key", LargeBinary, comment="the input record's key, as received"),
     Column("reason", Text, nullable=False),
     Column("body", Text, nullable=False, comment="EventRejected, canonical JSON"),
-    Column(
-        "recorded_at",
-        DateTime(timezone=True),
-        primary_key=True,
-        nullable=False,
-        server_default=func.now(),
-        comment="the time partition key (migration 0010)",
-    ),
+    _partition_key(),
     *_source_columns(),
     UniqueConstraint("journal_id", "recorded_at", name="dead_letters_journal_id_key"),
     postgresql_partition_by="RANGE (recorded_at)",
@@ -194,14 +179,7 @@ consumer_positions = Table(
     Column("partition", Integer, primary_key=True),
     Column("offset", BigInteger, primary_key=True, comment="the last offset processed"),
     Column("journal_id", BigInteger, nullable=False),
-    Column(
-        "recorded_at",
-        DateTime(timezone=True),
-        primary_key=True,
-        nullable=False,
-        server_default=func.now(),
-        comment="the time partition key (migration 0010)",
-    ),
+    _partition_key(),
     postgresql_partition_by="RANGE (recorded_at)",
     comment="Input positions processed, written with the rows they account for.",
 )

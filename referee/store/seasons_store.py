@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import asyncpg
+
 from referee.store.partitions import PARTITIONED, list_partitions
 
 LEGACY = "p_legacy"
@@ -146,6 +148,10 @@ ON CONFLICT DO NOTHING
 """
 
 
+class TablesBusy(RuntimeError):  # noqa: N818 - what the run reports
+    """The detach waited its bound for the tables' lock (writers held it): run again."""
+
+
 @dataclass(frozen=True, slots=True)
 class Carried:
     """What detaching a segment carried into the live partitions."""
@@ -162,10 +168,23 @@ async def carry_and_detach(driver: Any, segment: StoreSegment, prints_since: dat
     ``prints_since``; then detaches the segment's five partitions. Nothing judged later needs
     their rows again (but a redelivery of an event of a game finished before
     ``prints_since``: docs/archive.md)."""
+    try:
+        return await _carry_and_detach(driver, segment, prints_since)
+    except asyncpg.LockNotAvailableError:
+        raise TablesBusy(
+            f"segment {segment.name} waits: its tables stayed locked by writers for "
+            f"{DETACH_LOCK_TIMEOUT} (run again)"
+        ) from None
+
+
+DETACH_LOCK_TIMEOUT = "10s"
+
+
+async def _carry_and_detach(driver: Any, segment: StoreSegment, prints_since: datetime) -> Carried:
     async with driver.transaction():
         # the detach waits for the writers' transactions on the tables, and they for it: wait
         # a bounded time, and leave the segment for the next run rather than stall them
-        await driver.execute("SET LOCAL lock_timeout = '10s'")
+        await driver.execute(f"SET LOCAL lock_timeout = '{DETACH_LOCK_TIMEOUT}'")
         states = await driver.execute(
             _CARRY_STATES.format(part=segment.partition("game_versions")), segment.end
         )

@@ -24,7 +24,20 @@ def test_a_plain_path_and_a_file_url_are_local_directories(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    "url", ["", "ftp://host/x", "s3://", "s3:///prefix", "file://otherhost/x", "s3://b/../x"]
+    "url",
+    [
+        "",
+        "   ",
+        " /tmp/archive",
+        "/tmp/archive\n",
+        "/tmp/a\x01b",
+        "s3://b/p\x7f",
+        "ftp://host/x",
+        "s3://",
+        "s3:///prefix",
+        "file://otherhost/x",
+        "s3://b/../x",
+    ],
 )
 def test_what_is_no_archive_url_is_refused(url: str) -> None:
     with pytest.raises(ArchiveError):
