@@ -467,7 +467,8 @@ def test_a_directory_archive_mounts_its_volume_and_no_s3_secret(render: Renderer
     assert not [e for e in container["env"] if e["name"].startswith("AWS_")]
     assert {"name": "archive", "mountPath": "/archive"} in container["volumeMounts"]
     claims = [v for v in pod_spec(archive)["volumes"] if "persistentVolumeClaim" in v]
-    assert claims == [{"name": "archive", "persistentVolumeClaim": {"claimName": "referee-archive"}}]
+    claim = {"claimName": "referee-archive"}
+    assert claims == [{"name": "archive", "persistentVolumeClaim": claim}]
 
 
 def test_cronjob_names_fit_the_52_characters_kubernetes_allows(render: Renderer) -> None:
