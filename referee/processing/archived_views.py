@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
-from sqlalchemy import text
-
 from referee.archive import TABLES, Archive, check_archive, iter_rows
 from referee.store.views import JournalEntry, StoreViews
 
@@ -84,9 +82,7 @@ class ArchivedViews(StoreViews):
         return [(g, b) for _, g, b in merged]
 
     async def _live_verdicts(self) -> list[tuple[int, str, str]]:
-        async with self.engine.connect() as conn:
-            result = await conn.execute(text("SELECT position, game_id, body FROM verdicts"))
-            return [(int(p), g, b) for p, g, b in result.all()]
+        return await super().positioned_verdicts()
 
     async def dead_letter_bodies(self) -> dict[int, str]:
         """Returns each dead letter's ``EventRejected`` JSON by its journal row, archived and

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
+from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import (
@@ -22,6 +23,7 @@ from referee.contracts.wire import INPUT_EVENTS
 from referee.domain.errors import RejectionReason
 from referee.domain.revisions import NEWEST
 from referee.processing.outcome import Outcome, Processed
+from referee.store.partitions import TimePartition
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
@@ -159,6 +161,36 @@ class Metrics:
             "Input partitions owned by this instance.",
             registry=r,
         )
+        # The store's time partitions (migration 0010), read every minute; no series until
+        # the first reading (a 0 would read as "no partition ahead").
+        self.partitions_ahead = Gauge(
+            "referee_partitions_ahead_seconds",
+            "How far past the database's clock each partitioned table's time partitions "
+            "reach: the end of its newest partition less now (negative: rows would find no "
+            "partition).",
+            ["table"],
+            registry=r,
+        )
+        self.oldest_partition_age = Gauge(
+            "referee_oldest_partition_age_seconds",
+            "Age of each partitioned table's oldest time partition still in PostgreSQL: now "
+            "less its start; for the legacy partition (the rows of before migration 0010, "
+            "which has no start), now less its end, the moment it may be archived from.",
+            ["table"],
+            registry=r,
+        )
+        self.live_partitions = Gauge(
+            "referee_live_partitions",
+            "Time partitions attached to each partitioned table (the legacy one included).",
+            ["table"],
+            registry=r,
+        )
+        self.partition_check_errors = Counter(
+            "referee_partition_check_errors",
+            "Readings of the store's time partitions that failed (the partition gauges keep "
+            "their last reading).",
+            registry=r,
+        )
 
         # Every label known in advance starts at 0: a rate then reads 0, not "no data".
         for cls in INPUT_EVENTS:
@@ -183,6 +215,25 @@ class Metrics:
     def observe_stage(self, stage: str, seconds: float) -> None:
         """Records how long one stage of the live path took."""
         self.stage_seconds.labels(stage).observe(seconds)
+
+    def observe_partitions(self, partitions: Iterable[TimePartition], now: datetime) -> None:
+        """Sets the time partitions' gauges from the attached partitions and the database's
+        clock: per table, how far its newest partition reaches past ``now``, the age of its
+        oldest (the legacy partition, without a start, by its end) and how many it has."""
+        newest: dict[str, datetime] = {}
+        oldest: dict[str, datetime] = {}
+        count: dict[str, int] = {}
+        for p in partitions:
+            if p.table not in newest or p.upper > newest[p.table]:
+                newest[p.table] = p.upper
+            start = p.lower if p.lower is not None else p.upper
+            if p.table not in oldest or start < oldest[p.table]:
+                oldest[p.table] = start
+            count[p.table] = count.get(p.table, 0) + 1
+        for table, upper in newest.items():
+            self.partitions_ahead.labels(table).set((upper - now).total_seconds())
+            self.oldest_partition_age.labels(table).set((now - oldest[table]).total_seconds())
+            self.live_partitions.labels(table).set(count[table])
 
     def forget_partition(self, topic: str, partition: int) -> None:
         """Drops the series of a partition this instance no longer owns."""

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -19,10 +20,25 @@ from referee.service.publisher import Publishers
 from referee.service.settings import Settings
 from referee.service.takeover import Judged, Preflight
 from referee.store.database import ping
+from referee.store.partitions import TimePartition, list_partitions
+from referee.store.seasons_store import database_now
 
 log = logging.getLogger("referee.serve")
 
 LAG_EVERY_SECONDS = 5.0
+PARTITIONS_EVERY_SECONDS = 60.0
+"""How often the store's time partitions are read for their gauges."""
+PARTITIONS_TIMEOUT_SECONDS = 10.0
+
+
+async def read_partitions(engine: AsyncEngine) -> tuple[datetime, list[TimePartition]]:
+    """Returns the database's clock and the attached time partitions (one pooled connection,
+    two catalogue queries: any role may run them)."""
+    async with engine.connect() as conn:
+        raw = await conn.get_raw_connection()
+        driver = raw.driver_connection
+        now = await database_now(driver)
+        return now, await list_partitions(driver)
 
 
 @dataclass(slots=True)
@@ -68,9 +84,10 @@ class Service:
                 log.error("input partitions left unread: %s", self.draining)
 
     async def started(self) -> None:
-        """Starts the lag watcher, once the consumer runs."""
+        """Starts the lag watcher and the time partitions' watcher, once the consumer runs."""
         self.consumer = self.subscriber_consumer()
         self.tasks.append(asyncio.create_task(self._watch_lag()))
+        self.tasks.append(asyncio.create_task(self._watch_partitions()))
 
     async def stop(self) -> None:
         """Writes the batch judged last, then publishes what was committed and stops."""
@@ -184,3 +201,28 @@ class Service:
                             max(high - done, 0)
                         )
             self.publishers.update_gauges()
+
+    async def check_partitions(self) -> bool:
+        """Reads the store's time partitions into their gauges; a failure is logged and
+        counted, never raised (the gauges keep their last reading). Returns whether it read."""
+        try:
+            async with asyncio.timeout(PARTITIONS_TIMEOUT_SECONDS):
+                now, partitions = await read_partitions(self.engine)
+        except Exception as exc:  # noqa: BLE001 - a metric must never stop the service
+            self.metrics.partition_check_errors.inc()
+            log.warning(
+                "could not read the store's time partitions (their gauges keep the last "
+                "reading): %s: %s",
+                exc.__class__.__name__,
+                exc,
+            )
+            return False
+        self.metrics.observe_partitions(partitions, now)
+        return True
+
+    async def _watch_partitions(self) -> None:
+        """Updates the time partitions' gauges every ``PARTITIONS_EVERY_SECONDS``, until
+        stopped."""
+        while not self.stopping.is_set():
+            await self.check_partitions()
+            await asyncio.sleep(PARTITIONS_EVERY_SECONDS)

@@ -72,6 +72,14 @@ class StoreViews:
             )
             return [(g, b) for g, b in result.all()]
 
+    async def positioned_verdicts(self) -> list[tuple[int, str, str]]:
+        """Returns (outbox position, game id, canonical JSON) of every verdict, unordered."""
+        async with self.engine.connect() as conn:
+            result = await conn.execute(
+                select(verdicts.c.position, verdicts.c.game_id, verdicts.c.body)
+            )
+            return [(int(p), g, b) for p, g, b in result.all()]
+
     async def dead_letter_bodies(self) -> dict[int, str]:
         """Returns each dead letter's ``EventRejected`` JSON by its journal row."""
         async with self.engine.connect() as conn:

@@ -90,9 +90,18 @@ def settings_configmap(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return found
 
 
+def pod_spec(doc: dict[str, Any]) -> dict[str, Any]:
+    """The pod spec of a Deployment, Job or CronJob (empty for other kinds)."""
+    spec = doc.get("spec", {})
+    if doc.get("kind") == "CronJob":
+        spec = spec.get("jobTemplate", {}).get("spec", {})
+    found: dict[str, Any] = spec.get("template", {}).get("spec", {})
+    return found
+
+
 def containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Containers (and init containers) of a Deployment or Job."""
-    spec = doc.get("spec", {}).get("template", {}).get("spec", {})
+    """Containers (and init containers) of a Deployment, Job or CronJob."""
+    spec = pod_spec(doc)
     return [*spec.get("initContainers", []), *spec.get("containers", [])]
 
 

@@ -37,6 +37,10 @@ METRICS: dict[str, tuple[str, frozenset[str]]] = {
     "referee_batch_seconds": ("histogram", frozenset()),
     "referee_event_to_verdict_seconds": ("histogram", frozenset()),
     "referee_build_info": ("gauge", frozenset({"version", "revision", "rules_revision"})),
+    "referee_partitions_ahead_seconds": ("gauge", frozenset({"table"})),
+    "referee_oldest_partition_age_seconds": ("gauge", frozenset({"table"})),
+    "referee_live_partitions": ("gauge", frozenset({"table"})),
+    "referee_partition_check_errors_total": ("counter", frozenset()),
 }
 
 # Labels Prometheus adds to every scraped series (ServiceMonitor targets).

@@ -28,6 +28,7 @@ from tests.deploy.deploy_helpers import (
     HelmError,
     Renderer,
     containers,
+    pod_spec,
     render_chart,
     settings_configmap,
 )
@@ -101,6 +102,7 @@ def test_default_render_has_the_core_objects(render: Renderer) -> None:
     assert kinds == sorted(
         [
             "ConfigMap",
+            "CronJob",  # referee maintain
             "Deployment",
             "Job",
             "PodDisruptionBudget",
@@ -133,10 +135,10 @@ def test_all_features_render_has_the_optional_objects(render: Renderer) -> None:
 
 @pytest.mark.parametrize("values", CI_VALUES, ids=lambda p: p.name)
 def test_pods_are_restricted(render: Renderer, values: Path) -> None:
-    workloads = [d for d in render(values) if d["kind"] in {"Deployment", "Job"}]
-    assert {d["kind"] for d in workloads} == {"Deployment", "Job"}
+    workloads = [d for d in render(values) if d["kind"] in {"Deployment", "Job", "CronJob"}]
+    assert {d["kind"] for d in workloads} == {"Deployment", "Job", "CronJob"}
     for doc in workloads:
-        pod = doc["spec"]["template"]["spec"]
+        pod = pod_spec(doc)
         assert pod["securityContext"]["runAsNonRoot"] is True
         assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
         assert pod["automountServiceAccountToken"] is False
@@ -376,3 +378,116 @@ def test_a_client_certificate_is_mounted_and_named_for_mutual_tls(helm: Path) ->
         env = {e["name"]: e for e in container.get("env", [])}
         password = env["REFEREE_KAFKA_SSL_KEY_PASSWORD"]["valueFrom"]["secretKeyRef"]
         assert password == {"name": "referee-kafka-user", "key": "user.key.password"}
+
+
+# ------------------------------------------------------------- CronJobs --
+
+
+def cronjob(docs: list[dict[str, Any]], component: str) -> dict[str, Any]:
+    (found,) = (
+        d
+        for d in docs
+        if d["kind"] == "CronJob"
+        and d["metadata"]["labels"]["app.kubernetes.io/component"] == component
+    )
+    return found
+
+
+def test_maintain_runs_hourly_by_default_with_the_migration_jobs_database_url(
+    render: Renderer,
+) -> None:
+    docs = render(DEFAULT)
+    maintain = cronjob(docs, "maintain")
+    assert maintain["spec"]["schedule"] == "17 * * * *"
+    assert maintain["spec"]["concurrencyPolicy"] == "Forbid"
+    assert maintain["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] == 300
+    pod = pod_spec(maintain)
+    assert pod["restartPolicy"] == "Never"
+    assert pod["automountServiceAccountToken"] is False
+    assert pod_labels_of(maintain)["app.kubernetes.io/component"] == "maintain"
+    (container,) = containers(maintain)
+    assert container["args"] == ["maintain"]
+    settings = settings_configmap(docs)
+    assert container["envFrom"] == [{"configMapRef": {"name": settings["metadata"]["name"]}}]
+    assert settings["data"]["REFEREE_PARTITION_INTERVAL"] == "1 day"
+    assert settings["data"]["REFEREE_PARTITIONS_AHEAD"] == "3"
+    # the release's Secret (the migration Job's hook Secret is gone once the hooks succeed),
+    # under the key the migration Job reads
+    url = next(e for e in container["env"] if e["name"] == "REFEREE_DATABASE_URL")
+    (job,) = (d for d in docs if d["kind"] == "Job")
+    job_url = next(e for e in containers(job)[0]["env"] if e["name"] == "REFEREE_DATABASE_URL")
+    assert url["valueFrom"]["secretKeyRef"] == {"name": "rel-referee", "key": "database-url"}
+    assert url["valueFrom"]["secretKeyRef"]["key"] == job_url["valueFrom"]["secretKeyRef"]["key"]
+    assert not [d for d in docs if d["kind"] == "CronJob" and "archive" in d["metadata"]["name"]]
+
+
+def pod_labels_of(doc: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = doc["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def test_the_archive_runs_daily_with_s3_credentials_from_the_operators_secret(
+    render: Renderer,
+) -> None:
+    docs = render(ALL)
+    archive = cronjob(docs, "archive")
+    assert archive["spec"]["schedule"] == "15 2 * * *"
+    assert archive["spec"]["concurrencyPolicy"] == "Forbid"
+    (container,) = containers(archive)
+    assert container["args"] == ["archive"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["REFEREE_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": "referee-credentials",
+        "key": "url",
+    }
+    assert env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"] == {
+        "name": "referee-archive-s3",
+        "key": "access-key",
+    }
+    assert env["AWS_SECRET_ACCESS_KEY"]["valueFrom"]["secretKeyRef"]["key"] == "secret-key"
+    assert env["AWS_SESSION_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "session-token"
+    assert env["AWS_REGION"]["value"] == "eu-west-1"
+    assert env["AWS_ENDPOINT_URL_S3"]["value"] == "http://minio.storage:9000"
+    data = settings_configmap(docs)["data"]
+    assert data["REFEREE_ARCHIVE_URL"] == "s3://referee-archive/prod"
+    assert data["REFEREE_ARCHIVE_RETENTION"] == "90 days"
+    assert data["REFEREE_ARCHIVE_KEEP_PRINTS"] == "14 days"
+    # no secret in the ConfigMap, no S3 credential in the other pods
+    assert not [k for k in data if k.startswith("AWS_")]
+    maintain = {e["name"] for e in containers(cronjob(docs, "maintain"))[0]["env"]}
+    assert not {n for n in maintain if n.startswith("AWS_")}
+    assert cronjob(docs, "maintain")["spec"]["timeZone"] == "Etc/UTC"
+
+
+def test_a_directory_archive_mounts_its_volume_and_no_s3_secret(render: Renderer) -> None:
+    docs = render(HPA)
+    assert not [d for d in docs if d["kind"] == "CronJob" and "maintain" in d["metadata"]["name"]]
+    archive = cronjob(docs, "archive")
+    (container,) = containers(archive)
+    assert not [e for e in container["env"] if e["name"].startswith("AWS_")]
+    assert {"name": "archive", "mountPath": "/archive"} in container["volumeMounts"]
+    claims = [v for v in pod_spec(archive)["volumes"] if "persistentVolumeClaim" in v]
+    claim = {"claimName": "referee-archive"}
+    assert claims == [{"name": "archive", "persistentVolumeClaim": claim}]
+
+
+def test_cronjob_names_fit_the_52_characters_kubernetes_allows(render: Renderer) -> None:
+    docs = render(ALL, fullnameOverride="r" * 63)
+    names = [d["metadata"]["name"] for d in docs if d["kind"] == "CronJob"]
+    assert len(names) == 2
+    assert all(len(n) <= 52 for n in names), names
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("archive.enabled", "true", "archive.enabled needs archive.url"),
+        ("config.partitionInterval", "32 days", "must be from a minute to 31 days"),
+        ("archive.retention", "4000 days", "must be from a minute to 3650 days"),
+    ],
+)
+def test_bad_season_values_fail_the_render(
+    render: Renderer, key: str, value: str, message: str
+) -> None:
+    with pytest.raises(HelmError, match=message):
+        render(DEFAULT, **{key: value})

@@ -33,6 +33,8 @@ ALERTS = {
     "RefereeUnpublishedPartitions",
     "RefereeRelayBacklog",
     "RefereeRelayStale",
+    "RefereeTimePartitionsNotAhead",
+    "RefereeArchiveBehind",
 }
 
 

@@ -29,6 +29,16 @@ from tests.deploy.deploy_helpers import (
 PREFIX = "REFEREE_"
 SERVE_ONLY = frozenset({"REFEREE_KAFKA_GROUP_INSTANCE_ID"})
 """Settings of a group member alone: the Deployment's pods have them, the migration Job not."""
+ARCHIVE_S3 = frozenset(
+    {
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_REGION",
+        "AWS_ENDPOINT_URL_S3",
+    }
+)
+"""What the archive reads as the AWS tools do (docs/archive.md): the archive CronJob's alone."""
 
 
 def test_settings_are_importable_and_prefixed() -> None:
@@ -88,13 +98,18 @@ def test_chart_sets_only_real_settings(helm: Path, values: Path) -> None:
     assert any(k.startswith("Job/") for k in found), "no migration Job rendered"
     for where, names in found.items():
         assert names, f"{where} sets no variable"
-        unknown = sorted(n for n in names - settings if n.startswith(PREFIX) or n not in extra_env)
+        allowed = extra_env | (ARCHIVE_S3 if where.endswith("-archive/archive") else set())
+        unknown = sorted(n for n in names - settings if n.startswith(PREFIX) or n not in allowed)
         assert not unknown, f"{where} sets names that are no Settings field: {unknown}"
     # Deployment and migration Job must agree on the configuration, but for the pod's
     # own name in the consumer group (static membership): migrate joins no group.
     deploy = next(v for k, v in found.items() if k.startswith("Deployment/"))
     job = next(v for k, v in found.items() if k.startswith("Job/"))
     assert deploy - SERVE_ONLY == job, f"serve and migrate see different settings: {deploy ^ job}"
+    # so do the CronJobs (maintain, archive): the settings are checked at their start too
+    for where, names in found.items():
+        if where.startswith("CronJob/"):
+            assert names - ARCHIVE_S3 == job, f"{where} and migrate differ: {names ^ job}"
 
 
 def test_operator_env_is_allowed_but_not_a_misspelt_setting(helm: Path, tmp_path: Path) -> None:

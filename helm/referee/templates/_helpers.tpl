@@ -134,6 +134,37 @@ Checks of the values; included by every template so that a bad value fails
 {{- if and (not .Values.existingSecret.name) (not .Values.database.url) -}}
 {{- fail "set database.url (postgresql+asyncpg://USER:PASSWORD@HOST:5432/DB) or existingSecret.name" -}}
 {{- end -}}
+{{- $interval := include "referee.seconds" (dict "value" .Values.config.partitionInterval "name" "config.partitionInterval") | int64 -}}
+{{- if or (lt $interval 60) (gt $interval 2678400) -}}
+{{- fail (printf "config.partitionInterval %q must be from a minute to 31 days" (toString .Values.config.partitionInterval)) -}}
+{{- end -}}
+{{- if lt (int .Values.config.partitionsAhead) 1 -}}
+{{- fail "config.partitionsAhead must be >= 1" -}}
+{{- end -}}
+{{- range $name, $value := dict "archive.retention" .Values.archive.retention "archive.keepPrints" .Values.archive.keepPrints "metrics.prometheusRule.archiveBehind.margin" .Values.metrics.prometheusRule.archiveBehind.margin -}}
+{{- $s := include "referee.seconds" (dict "value" $value "name" $name) | int64 -}}
+{{- if or (lt $s 60) (gt $s 315360000) -}}
+{{- fail (printf "%s %q must be from a minute to 3650 days" $name (toString $value)) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.archive.enabled (not .Values.archive.url) -}}
+{{- fail "archive.enabled needs archive.url (s3://bucket/prefix, or a directory on a volume of archive.extraVolumes)" -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+Seconds of an interval as the settings read it (referee.store.partitions.parse_interval):
+a whole number and a unit, "1 day", "6h", "15 minutes". Call with
+(dict "value" VALUE "name" "the.value.name"); fails naming the value otherwise.
+*/}}
+{{- define "referee.seconds" -}}
+{{- $text := lower (trim (toString .value)) -}}
+{{- $units := dict "m" 60 "min" 60 "minute" 60 "minutes" 60 "h" 3600 "hour" 3600 "hours" 3600 "d" 86400 "day" 86400 "days" 86400 -}}
+{{- $unit := regexReplaceAll "^[0-9]{1,6} ?" $text "" -}}
+{{- if or (not (regexMatch "^[0-9]{1,6} ?[a-z]+$" $text)) (not (hasKey $units $unit)) -}}
+{{- fail (printf "%s %q is not an interval: write a whole number and a unit, as \"1 day\", \"6h\" or \"15 minutes\"" .name (toString .value)) -}}
+{{- end -}}
+{{- mul (atoi (regexFind "^[0-9]+" $text)) (get $units $unit) -}}
 {{- end }}
 
 {{/*
@@ -182,6 +213,13 @@ REFEREE_BUILD_REVISION: {{ . | quote }}
 {{- with .Values.config.rulesRevision }}
 REFEREE_RULES_REVISION: {{ . | toString | quote }}
 {{- end }}
+REFEREE_PARTITION_INTERVAL: {{ .Values.config.partitionInterval | quote }}
+REFEREE_PARTITIONS_AHEAD: {{ .Values.config.partitionsAhead | toString | quote }}
+{{- with .Values.archive.url }}
+REFEREE_ARCHIVE_URL: {{ . | quote }}
+{{- end }}
+REFEREE_ARCHIVE_RETENTION: {{ .Values.archive.retention | quote }}
+REFEREE_ARCHIVE_KEEP_PRINTS: {{ .Values.archive.keepPrints | quote }}
 {{- end }}
 
 {{/*
@@ -328,4 +366,100 @@ env entries taken from a Secret. Call with (dict "root" $ "secretName" NAME).
 {{- with .Values.extraVolumeMounts }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{/*
+A CronJob running one referee command on a schedule, after the release is installed: the
+release's ConfigMap (envFrom) and Secret (env: the database URL the migration Job uses, and
+the Kafka credentials, since every command checks every setting at start), the volumes of
+the consumer pods (the Kafka CA and client files the settings point at), the restricted
+securityContext, the chart's ServiceAccount (no token; annotate it for a cloud's IAM). Call with (dict "root" $ "component" "maintain"
+"cfg" .Values.maintenance "args" (list "maintain") "env" YAML "volumes" LIST "mounts" LIST).
+*/}}
+{{- define "referee.cronJob" -}}
+{{- $root := .root -}}
+{{- $v := $root.Values -}}
+{{- $cfg := .cfg -}}
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: {{ include "referee.fullname" $root | trunc 43 | trimSuffix "-" }}-{{ .component }}
+  labels:
+    {{- include "referee.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  schedule: {{ $cfg.schedule | quote }}
+  {{- with $cfg.timeZone }}
+  timeZone: {{ . | quote }}
+  {{- end }}
+  suspend: {{ $cfg.suspend }}
+  # never two runs at once: a run is long, and the next one finishes what it left
+  concurrencyPolicy: Forbid
+  startingDeadlineSeconds: {{ $cfg.startingDeadlineSeconds }}
+  successfulJobsHistoryLimit: {{ $cfg.successfulJobsHistoryLimit }}
+  failedJobsHistoryLimit: {{ $cfg.failedJobsHistoryLimit }}
+  jobTemplate:
+    metadata:
+      labels:
+        {{- include "referee.labels" $root | nindent 8 }}
+        app.kubernetes.io/component: {{ .component }}
+    spec:
+      backoffLimit: {{ $cfg.backoffLimit }}
+      activeDeadlineSeconds: {{ $cfg.activeDeadlineSeconds }}
+      template:
+        metadata:
+          labels:
+            {{- include "referee.labels" $root | nindent 12 }}
+            app.kubernetes.io/component: {{ .component }}
+        spec:
+          restartPolicy: Never
+          serviceAccountName: {{ include "referee.serviceAccountName" $root }}
+          automountServiceAccountToken: false
+          {{- with $v.imagePullSecrets }}
+          imagePullSecrets:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          securityContext:
+            {{- toYaml $v.podSecurityContext | nindent 12 }}
+          containers:
+            - name: {{ .component }}
+              image: {{ include "referee.image" $root | quote }}
+              imagePullPolicy: {{ $v.image.pullPolicy }}
+              args: {{ toJson .args }}
+              envFrom:
+                - configMapRef:
+                    name: {{ include "referee.fullname" $root }}
+                {{- with $v.extraEnvFrom }}
+                {{- toYaml . | nindent 16 }}
+                {{- end }}
+              env:
+                {{- include "referee.secretEnv" (dict "root" $root "secretName" (include "referee.secretName" $root)) | nindent 16 }}
+                {{- with .env }}
+                {{- . | nindent 16 }}
+                {{- end }}
+                {{- with $v.extraEnv }}
+                {{- toYaml . | nindent 16 }}
+                {{- end }}
+              resources:
+                {{- toYaml $cfg.resources | nindent 16 }}
+              securityContext:
+                {{- toYaml $v.securityContext | nindent 16 }}
+              volumeMounts:
+                {{- include "referee.volumeMounts" $root | nindent 16 }}
+                {{- with .mounts }}
+                {{- toYaml . | nindent 16 }}
+                {{- end }}
+          volumes:
+            {{- include "referee.volumes" $root | nindent 12 }}
+            {{- with .volumes }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          {{- with $v.nodeSelector }}
+          nodeSelector:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          {{- with $v.tolerations }}
+          tolerations:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
 {{- end }}
