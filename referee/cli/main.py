@@ -224,9 +224,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     audit.add_argument(
         "--archive",
+        nargs="?",
+        const="",
         metavar="URL",
-        help="read the archive (a directory or s3://bucket/prefix) and the store as one "
-        "journal; check every archived file against its manifest",
+        help="read the archive (a directory or s3://bucket/prefix; without a URL: "
+        "$REFEREE_ARCHIVE_URL) and the store as one journal; check every archived file "
+        "against its manifest",
     )
     audit.set_defaults(handler=_audit)
 

@@ -260,6 +260,10 @@ def audit(args: argparse.Namespace) -> int:
     db = choose_database(args.database, embedded=args.embedded, settings=settings)
     _probe(db, settings)
     archive = getattr(args, "archive", None)
+    if archive == "":
+        archive = settings.archive_url
+        if not archive:
+            raise UsageError("--archive needs a URL, or REFEREE_ARCHIVE_URL set")
     with reaching(db):
         revision, report = asyncio.run(_audit(db, settings, args.revision, archive))
     if args.json:
