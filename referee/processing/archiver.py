@@ -49,8 +49,10 @@ from referee.store.seasons_store import (
     detached_leftovers,
     drop_detached,
     first_recorded,
+    lock_archiving,
     oldest_transaction,
     partition_rows,
+    unlock_archiving,
 )
 
 Step = Callable[[str, str], None]
@@ -113,6 +115,26 @@ async def archive_before(
     drops it; ``started_at`` names the run's manifest. The prints of games active within
     ``keep_prints`` of ``started_at`` (or not finished) are carried into the live store."""
     report = ArchiveReport()
+    if not await lock_archiving(driver):
+        report.waiting = "another referee archive runs on this database: nothing done"
+        return report
+    try:
+        return await _archive_before(
+            driver, archive, before, started_at, keep_prints, after, report
+        )
+    finally:
+        await unlock_archiving(driver)
+
+
+async def _archive_before(
+    driver: Any,
+    archive: Archive,
+    before: datetime,
+    started_at: datetime,
+    keep_prints: timedelta,
+    after: Step,
+    report: ArchiveReport,
+) -> ArchiveReport:
     known = archived_segments(archive)
     for name, tables in (await detached_leftovers(driver)).items():
         await _verify_detached(driver, archive, known, name, tables)

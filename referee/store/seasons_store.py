@@ -69,6 +69,23 @@ async def detached_leftovers(driver: Any) -> dict[str, list[str]]:
     return found
 
 
+ARCHIVE_LOCK = "referee archive"
+"""The session lock one run of ``referee archive`` holds on a database: a second waits out."""
+
+
+async def lock_archiving(driver: Any) -> bool:
+    """Takes the archive's session lock if it is free; says whether it did."""
+    taken: bool = await driver.fetchval(
+        "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", ARCHIVE_LOCK
+    )
+    return taken
+
+
+async def unlock_archiving(driver: Any) -> None:
+    """Releases the archive's session lock."""
+    await driver.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", ARCHIVE_LOCK)
+
+
 async def oldest_transaction(driver: Any) -> datetime | None:
     """Returns when the oldest transaction of another session of this database began: rows it
     writes are recorded at that moment, so no partition ending after it may be detached."""

@@ -131,3 +131,27 @@ async def test_a_segment_an_open_transaction_could_still_write_is_left_alone(
     done = referee("archive", "--database", url, "--to", target, "--before", before)
     assert done.returncode == 0, done.stderr
     assert segment not in await segment_tables(url), "archived once the transaction ended"
+
+
+async def test_a_second_archive_run_at_once_does_nothing(
+    empty_database: str, tmp_path: Path
+) -> None:
+    url = empty_database
+    season = await live_season(url, tmp_path, slices=2)
+    before = season.bounds[-1][1].isoformat()
+    target = str(tmp_path / "archive")
+    holder = await asyncpg.connect(_plain(url))
+    try:
+        assert await holder.fetchval(
+            "SELECT pg_try_advisory_lock(hashtextextended('referee archive', 0))"
+        )
+        done = referee("archive", "--database", url, "--to", target, "--before", before)
+        assert done.returncode == 0, done.stderr
+        assert "another referee archive runs on this database: nothing done" in done.stderr
+        assert "p_legacy" in await segment_tables(url)
+        assert not (tmp_path / "archive").exists(), "not one file written"
+    finally:
+        await holder.close()
+    done = referee("archive", "--database", url, "--to", target, "--before", before)
+    assert done.returncode == 0, done.stderr
+    assert "p_legacy" not in await segment_tables(url)
