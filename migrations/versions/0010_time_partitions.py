@@ -19,6 +19,12 @@
   they are now unique per ``(key, recorded_at)``; ``journal_game_seq`` is a plain index. The
   referee never relied on them to refuse a second write: the fence of ``referee_fence``
   decides that, under the partition's lock (docs/design.md).
+- The journal's two prints indexes hold an 8-byte hash of each place instead of its text:
+  ``journal_game_seq`` is on ``hashtextextended(game_id, seq)`` and ``journal_game_event`` on
+  ``hashtextextended(event_id, hashtextextended(game_id, 0))``, neither partial (a partial
+  index's statistics are not used to estimate its expression), and the step's lookups check
+  the place itself on the rows found. A third of the journal's index bytes
+  (docs/store.md, "Bytes an event").
 
 Views are dropped and made again over the new tables (same definitions, same grants). The
 whole migration is one transaction and takes ``ACCESS EXCLUSIVE`` locks on the five tables
@@ -49,8 +55,8 @@ TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
         "id",
         (),
         (
-            "journal_game_seq ON {t} (game_id, seq) WHERE took_place",
-            "journal_game_event ON {t} (game_id, event_id) WHERE took_place",
+            "journal_game_seq ON {t} (hashtextextended(game_id, seq))",
+            "journal_game_event ON {t} (hashtextextended(event_id, hashtextextended(game_id, 0)))",
         ),
     ),
     "game_versions": ("game_id, version", (), ()),
@@ -80,6 +86,15 @@ TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "consumer_positions": ('group_id, topic, partition, "offset"', (), ()),
 }
 SEQUENCES = {"journal": "id", "verdicts": "position", "dead_letters": "position"}
+# The indexes of 0009 that 0010 replaces by others of the same name (the journal's prints:
+# an 8-byte hash of each place rather than its text, docs/store.md "Bytes an event"); the
+# downgrade makes them again.
+REPLACED = {
+    "journal": (
+        "UNIQUE INDEX journal_game_seq ON {t} (game_id, seq) WHERE took_place",
+        "INDEX journal_game_event ON {t} (game_id, event_id) WHERE took_place",
+    ),
+}
 VIEWS = ("current_games", "current_positions", "standings", "player_fouls", "verdict_log")
 
 BOUNDS_FUNCTION = """
@@ -206,6 +221,8 @@ def upgrade() -> None:
             {"t": legacy},
         ).scalars():
             op.execute(f"ALTER INDEX {old} RENAME TO {old}_legacy")
+        for index in REPLACED.get(table, ()):  # the partition takes the new ones instead
+            op.execute(f"DROP INDEX {index.split(' ON ', 1)[0].split()[-1]}_legacy")
         op.execute(f"DROP TRIGGER {table}_append_only ON {legacy}")
         op.execute(f"DROP TRIGGER {table}_no_truncate ON {legacy}")
         op.execute(
@@ -297,9 +314,8 @@ def downgrade() -> None:
         op.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY ({key})")
         for column in uniques:
             op.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_{column}_key UNIQUE ({column})")
-        for index in indexes:
-            unique = "UNIQUE " if index.startswith("journal_game_seq") else ""
-            op.execute(f"CREATE {unique}INDEX " + index.format(t=table))
+        for index in REPLACED.get(table, tuple(f"INDEX {i}" for i in indexes)):
+            op.execute("CREATE " + index.format(t=table))
         op.execute(f"DROP TABLE {partitioned} CASCADE")
         _append_only(table)
         _grant(table, "SELECT, INSERT", "SELECT")

@@ -173,16 +173,21 @@ _LOAD_GAMES = (
 )
 # (game, seq) and (game, event id) pairs as two parallel arrays; IN keeps each journal row once
 # however often its place is asked for, as the row-value IN list this replaced did.
+# The journal's indexes hold a hash of each place (migration 0010): the IN matches the hash,
+# which the index finds, and the place itself, which a colliding row does not have.
 # Each asks the journal and the prints carried past its archived partitions (migration 0010).
 _PRINTS_OF_SEQS = (
     "SELECT game_id, seq, event_id, fingerprint FROM journal WHERE took_place"
-    " AND (game_id, seq) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))"
+    " AND (hashtextextended(game_id, seq), game_id, seq) IN ("
+    "SELECT hashtextextended(g, s), g, s FROM unnest($1::text[], $2::bigint[]) AS u(g, s))"
     " UNION SELECT game_id, seq, event_id, fingerprint FROM carried_prints"
     " WHERE (game_id, seq) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))"
 )
 _PRINTS_OF_EVENT_IDS = (
     "SELECT game_id, seq, event_id, fingerprint FROM journal WHERE took_place"
-    " AND (game_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))"
+    " AND (hashtextextended(event_id, hashtextextended(game_id, 0)), game_id, event_id) IN ("
+    "SELECT hashtextextended(e, hashtextextended(g, 0)), g, e"
+    " FROM unnest($1::text[], $2::text[]) AS u(g, e))"
     " UNION SELECT game_id, seq, event_id, fingerprint FROM carried_prints"
     " WHERE (game_id, event_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))"
 )
