@@ -785,8 +785,8 @@ def cluster_section(rounds: list[dict[str, Any]]) -> list[str]:
             (
                 "The dead instance's partitions wait for the group to notice: the session"
                 " timeout (`REFEREE_KAFKA_SESSION_TIMEOUT_MS`, 6 s in this run), then a"
-                " rebalance in which the sticky assignor moves only the dead member's"
-                " partitions; their new owners fence the old transactional ids, read the"
+                " rebalance (round robin: the dead member's partitions and perhaps others"
+                " move); their new owners fence the old transactional ids, read the"
                 ' output partitions\' tails and publish (docs/design.md, "Failure stays local").'
             ),
         ]

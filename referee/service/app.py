@@ -13,7 +13,6 @@ import logging
 from typing import Any
 
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
-from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from faststream import AckPolicy, FastStream
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
@@ -130,10 +129,11 @@ def _subscriber(
         auto_offset_reset="earliest",
         session_timeout_ms=settings.kafka_session_timeout_ms,
         heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
-        # Sticky: a rebalance moves only the partitions it must (an instance gone, one
-        # joined), and the others keep their games, positions and publishers (listener.py).
-        # Round robin second: a group that still has members of release 0.1 agrees on it.
-        partition_assignment_strategy=(StickyPartitionAssignor, RoundRobinPartitionAssignor),
+        # Round robin, as release 0.1 (a group of both agrees on it). Not aiokafka's sticky
+        # assignor: two members joining a new group together can then rejoin each other's
+        # generation for ever, never assigned (docs/reliability.md). A partition that comes
+        # back to its instance still keeps its games and publisher (listener.py).
+        partition_assignment_strategy=(RoundRobinPartitionAssignor,),
         ack_policy=AckPolicy.MANUAL,
         decoder=_raw_batch,
         listener=listener,

@@ -317,13 +317,13 @@ def test_static_membership_gives_the_consumer_its_instance_id() -> None:
     assert dynamic.subscriber._connection_args.get("group_instance_id") is None
 
 
-def test_a_rebalance_moves_only_the_partitions_it_must() -> None:
-    """The sticky assignor first (an instance gone or joined moves only what it must: the
-    others keep their cached games and publishers); round robin second, the only one of
-    release 0.1, so that a group with members of both agrees during a rolling upgrade."""
+def test_the_group_assigns_round_robin_and_never_with_aiokafkas_sticky_assignor() -> None:
+    """Round robin alone: the one of release 0.1 (a group with members of both agrees during a
+    rolling upgrade). aiokafka's sticky assignor left two members that joined a new group
+    together rejoining each other's generation for ever (2 of 10 pairs of processes on the
+    test broker; docs/reliability.md): it must not come back."""
     from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
-    from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
     _, built = build(Settings(database_url=NOWHERE, group_id="g"), create_engine(NOWHERE))
     strategy = built.subscriber._connection_args["partition_assignment_strategy"]
-    assert tuple(strategy) == (StickyPartitionAssignor, RoundRobinPartitionAssignor)
+    assert tuple(strategy) == (RoundRobinPartitionAssignor,)
