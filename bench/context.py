@@ -37,6 +37,7 @@ class Options:
     ab_before: Path | None = None  # absolute: the tree ``before`` imports referee from
     rounds: int = 3
     interpreted: bool = False  # measure this checkout's sources, not the compiled build
+    seasons_before: Path | None = None  # absolute: the tree before migration 0010 (seasons)
 
 
 @dataclass(frozen=True)
