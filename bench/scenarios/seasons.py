@@ -16,10 +16,11 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,9 @@ from bench.process import imported_from, parse_speed, run_cli, start_serve, stop
 from bench.scenarios.latency import VerdictWatcher, measure_phase, phase_lines, verdicts_of
 from bench.services import clone_database, fresh_database, fresh_topics, make_topics
 from referee.archive import parquet_to_rows
+from referee.store.partitions import PARTITIONED, list_partitions
 
-INTERVAL = {"REFEREE_PARTITION_INTERVAL": "1m"}
+INTERVAL = {"REFEREE_PARTITION_INTERVAL": "1m", "REFEREE_PARTITIONS_AHEAD": "1"}
 """Every referee process of the scenario: partitions of a minute, so they end in the run."""
 KEEP = {"REFEREE_ARCHIVE_KEEP_PRINTS": "1m"}
 """The archive's: prints of finished games stay only a minute (in service: 7 days, far shorter
@@ -54,12 +56,6 @@ GROUP BY 1
 """
 """Bytes of every table of the schema (a partition counted under its table), each with its
 indexes and TOAST (``pg_total_relation_size``)."""
-
-NEWEST_ROW = """
-SELECT j.recorded_at, b.upper_bound
-FROM (SELECT tableoid, recorded_at FROM journal ORDER BY recorded_at DESC LIMIT 1) j,
-LATERAL referee_partition_bounds(j.tableoid::regclass) b
-"""
 
 
 def load_average() -> str:
@@ -115,16 +111,37 @@ def read_ceiling(directory: Path) -> tuple[int, float]:
     return rows, time.perf_counter() - started
 
 
-async def wait_for_partitions_to_end(url: str, margin: float = 65.0) -> None:
-    """Sleeps until the partition of the newest journal row has ended and ``margin`` seconds
-    have passed since that row (the archive's prints of finished games then stay behind)."""
+async def one_long_partition(url: str) -> datetime:
+    """Makes, after the partitions of a minute made so far, one partition a table lasting a
+    day (by hand, as the tables' owner would; tests/integration/archive/seasons.py makes short
+    ones so): later writes go there, and every copy of the store then has the same ended
+    segments to archive whenever it runs (``referee archive`` carries rows into the partition
+    of its clock and makes none itself). Returns where it starts."""
     conn = await asyncpg.connect(url)
     try:
-        newest, upper = await conn.fetchrow(NEWEST_ROW)
+        start = max(p.upper for p in await list_partitions(conn) if p.table == "journal")
+        end = start + timedelta(days=1)
+        for table in PARTITIONED:
+            await conn.execute(
+                f"CREATE TABLE {table}_p{start.astimezone(UTC):%Y%m%dt%H%M%S} PARTITION OF"
+                f" {table} FOR VALUES FROM ('{start.isoformat()}') TO ('{end.isoformat()}')"
+            )
+        return start
+    finally:
+        await conn.close()
+
+
+async def wait_for_partitions_to_end(url: str, last_end: datetime, margin: float = 65.0) -> None:
+    """Sleeps until the partitions of a minute have ended (``last_end``) and ``margin``
+    seconds have passed since the newest journal row (the archive's prints of finished games
+    then stay behind)."""
+    conn = await asyncpg.connect(url)
+    try:
+        newest: datetime = await conn.fetchval("SELECT max(recorded_at) FROM journal")
         now: datetime = await conn.fetchval("SELECT clock_timestamp()")
     finally:
         await conn.close()
-    until = max(upper.timestamp() + 1.0, newest.timestamp() + margin)
+    until = max(last_end.timestamp() + 1.0, newest.timestamp() + margin)
     delay = until - now.timestamp()
     say(f"   waiting {delay:.0f} s for the partitions to end (newest row {newest:%H:%M:%S})")
     await asyncio.sleep(max(delay, 0.0))
@@ -145,6 +162,13 @@ def parse_archive(stderr: str) -> dict[str, int]:
     }
 
 
+def fresh_dir(ctx: Context, name: str) -> Path:
+    """An archive directory under the work directory, emptied of an earlier run's files."""
+    path = ctx.work / name
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
 def now_iso() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -159,7 +183,7 @@ async def archive_and_audit(ctx: Context, template: str, events: int) -> dict[st
     empty = await clone_database(ctx, template, "snoop")
     noop, _, _ = await asyncio.to_thread(
         referee,
-        ["archive", "--database", empty, "--to", str(ctx.work / "seasons-noop"),
+        ["archive", "--database", empty, "--to", str(fresh_dir(ctx, "seasons-noop")),
          "--before", "2000-01-01T00:00:00Z"],
         env,
     )  # fmt: skip
@@ -179,7 +203,7 @@ async def archive_and_audit(ctx: Context, template: str, events: int) -> dict[st
         say(f"   audit (live): {wall:.1f} s = {events / wall:,.0f} events/s")
 
         copy = await clone_database(ctx, template, f"sarch{attempt}")
-        directory = ctx.work / f"seasons-archive-{attempt}"
+        directory = fresh_dir(ctx, f"seasons-archive-{attempt}")
         wall, _, err = await asyncio.to_thread(
             referee,
             ["archive", "--database", copy, "--to", str(directory), "--before", now_iso()],
@@ -222,7 +246,7 @@ async def archive_and_audit(ctx: Context, template: str, events: int) -> dict[st
     copy = await clone_database(ctx, template, "sarchkeep")
     _, _, err = await asyncio.to_thread(
         referee,
-        ["archive", "--database", copy, "--to", str(ctx.work / "seasons-archive-keep"),
+        ["archive", "--database", copy, "--to", str(fresh_dir(ctx, "seasons-archive-keep")),
          "--before", now_iso()],
         INTERVAL,
     )  # fmt: skip
@@ -307,7 +331,7 @@ async def latency_run(
         bootstrap_servers=ctx.bootstrap, enable_idempotence=True, linger_ms=0
     )
     await producer.start()
-    loop = ArchiveLoop(url, ctx.work / f"seasons-latency-{label}")
+    loop = ArchiveLoop(url, fresh_dir(ctx, f"seasons-latency-{label}"))
     try:
         await asyncio.sleep(1.0)
         await measure_phase(served, watcher, producer, topics.input, 500, *warm)
@@ -412,7 +436,7 @@ async def run(ctx: Context) -> None:
         "live": live,
         "load_replay": load_average(),
     }
-    await wait_for_partitions_to_end(template)
+    await wait_for_partitions_to_end(template, await one_long_partition(template))
     result |= await archive_and_audit(ctx, template, events)
     result["latency"] = await latencies(ctx, template)
     if ctx.options.seasons_before is not None:
