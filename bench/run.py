@@ -75,6 +75,11 @@ def parse(argv: list[str] | None = None) -> Options:
         " mix with the code of this source tree (the commit before migration 0010) against"
         " this checkout's, both interpreted, alternating",
     )
+    parser.add_argument(
+        "--seasons-bytes-only",
+        action="store_true",
+        help="the seasons scenario measures only the bytes an event (live, archived, after)",
+    )
     args = parser.parse_args(argv)
     return Options(
         quick=args.quick,
@@ -86,6 +91,7 @@ def parse(argv: list[str] | None = None) -> Options:
         rounds=args.rounds,
         interpreted=args.interpreted,
         seasons_before=args.seasons_before.resolve() if args.seasons_before else None,
+        seasons_bytes_only=args.seasons_bytes_only,
     )
 
 

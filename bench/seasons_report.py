@@ -23,17 +23,21 @@ def _p99s(rows: list[dict[str, Any]], *, archiving: bool) -> list[float]:
 def summary(r: dict[str, Any]) -> list[str]:
     """The summary table's rows of section 10."""
     events = r["events"]
-    rounds = r["rounds"]
-    archive = _best(rounds, "archive", "rows_per_s")
-    ceiling = _best(rounds, "ceiling", "rows_per_s")
-    audit = _best(rounds, "audit_archive", "eps")
-    live = _best(rounds, "audit_live", "eps")
     out = [
         (
             f"| 10. bytes an event, the mix ({events:,} events) | (reported) | PostgreSQL"
             f" {sum(r['live'].values()) / events:,.0f} B, archive"
             f" {sum(r['archive_bytes'].values()) / events:,.0f} B | | | |"
-        ),
+        )
+    ]
+    rounds = r.get("rounds")
+    if not rounds:  # --seasons-bytes-only
+        return out
+    archive = _best(rounds, "archive", "rows_per_s")
+    ceiling = _best(rounds, "ceiling", "rows_per_s")
+    audit = _best(rounds, "audit_archive", "eps")
+    live = _best(rounds, "audit_live", "eps")
+    out += [
         (
             f"| 10. `referee archive` | (reported) | {archive['rows_per_s']:,.0f} rows/s |"
             f" {ceiling['rows_per_s']:,.0f} rows/s (read the files) |"
@@ -74,9 +78,9 @@ def _bytes_rows(label: str, tables: dict[str, int], events: int) -> list[str]:
 def section(r: dict[str, Any]) -> list[str]:
     """Section 10: bytes, the archive's and the audit's throughput, latency while archiving."""
     events = r["events"]
-    rounds = r["rounds"]
+    rounds = r.get("rounds")
     keep = r["keep_default"]
-    first = rounds[0]["archive"]
+    first = rounds[0]["archive"] if rounds else r["archived"]
     out = [
         "## 10. A store that lives for seasons: bytes, archive, audit --archive",
         "",
@@ -123,6 +127,10 @@ def section(r: dict[str, Any]) -> list[str]:
             f" {first['segments']} segments ({first['rows']:,} rows)."
         ),
         "",
+    ]
+    if not rounds:  # --seasons-bytes-only
+        return out
+    out += [
         (
             "Throughput, rounds alternating (audit of the live copy, archive of a fresh copy,"
             " the ceiling read of its files, `audit --archive` of that copy and its archive),"

@@ -241,8 +241,18 @@ async def archive_and_audit(ctx: Context, template: str, events: int) -> dict[st
                 "live_after": await store_bytes(copy),
             }
         rounds.append(one)
-    # the same archive with the default REFEREE_ARCHIVE_KEEP_PRINTS (7 days): every print of
-    # these games (all played minutes ago) stays in PostgreSQL
+    return {
+        **first,
+        "rounds": rounds,
+        "noop_archive_seconds": noop,
+        "empty_audit_seconds": bare_audit,
+        "keep_default": await keep_default(ctx, template),
+    }
+
+
+async def keep_default(ctx: Context, template: str) -> dict[str, Any]:
+    """The archive with the default REFEREE_ARCHIVE_KEEP_PRINTS (7 days): every print of
+    these games (all played minutes ago) stays in PostgreSQL."""
     copy = await clone_database(ctx, template, "sarchkeep")
     _, _, err = await asyncio.to_thread(
         referee,
@@ -250,12 +260,25 @@ async def archive_and_audit(ctx: Context, template: str, events: int) -> dict[st
          "--before", now_iso()],
         INTERVAL,
     )  # fmt: skip
+    return {**parse_archive(err), "live_after": await store_bytes(copy)}
+
+
+async def bytes_only(ctx: Context, template: str) -> dict[str, Any]:
+    """Item 1 alone (``--seasons-bytes-only``): one archive of a copy, its bytes and the live
+    store's after, then the same with the default REFEREE_ARCHIVE_KEEP_PRINTS."""
+    copy = await clone_database(ctx, template, "sarch")
+    directory = fresh_dir(ctx, "seasons-archive-0")
+    wall, _, err = await asyncio.to_thread(
+        referee,
+        ["archive", "--database", copy, "--to", str(directory), "--before", now_iso()],
+        {**INTERVAL, **KEEP},
+    )
+    archived = {**parse_archive(err), "seconds": wall, "load": load_average()}
     return {
-        **first,
-        "rounds": rounds,
-        "noop_archive_seconds": noop,
-        "empty_audit_seconds": bare_audit,
-        "keep_default": {**parse_archive(err), "live_after": await store_bytes(copy)},
+        "archive_bytes": archive_bytes(directory),
+        "live_after": await store_bytes(copy),
+        "archived": archived,
+        "keep_default": await keep_default(ctx, template),
     }
 
 
@@ -437,8 +460,11 @@ async def run(ctx: Context) -> None:
         "load_replay": load_average(),
     }
     await wait_for_partitions_to_end(template, await one_long_partition(template))
-    result |= await archive_and_audit(ctx, template, events)
-    result["latency"] = await latencies(ctx, template)
+    if ctx.options.seasons_bytes_only:
+        result |= await bytes_only(ctx, template)
+    else:
+        result |= await archive_and_audit(ctx, template, events)
+        result["latency"] = await latencies(ctx, template)
     if ctx.options.seasons_before is not None:
         result["before_after"] = await before_after(ctx, ctx.options.seasons_before)
     ctx.results["seasons"] = result
