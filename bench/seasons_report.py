@@ -202,7 +202,8 @@ def latency_section(lat: list[dict[str, Any]]) -> list[str]:
             " `referee archive --before NOW` starts as the measured phase does (and again, a"
             " second after it ends, until the phase is over): it writes, verifies, carries,"
             " detaches and drops every row of the log while `serve` judges into the newest"
-            " partition. Runs alternate: without, with, without, with."
+            " partition; the window is longer than that run, so its detach is in it. Runs"
+            " alternate: without, with, without, with."
         ),
         "",
         (
@@ -246,7 +247,7 @@ def before_after_section(ab: dict[str, Any]) -> list[str]:
         (
             "`referee replay LOG --database URL --batch-size 2000 --output /dev/null` into a"
             " fresh database, the code of the commit before migration 0010 (`--seasons-before"
-            " DIR`, a worktree of it) against this checkout's, both interpreted (PYTHONPATH),"
+            " DIR`, an export of it: `git archive`) against this checkout's, both interpreted (PYTHONPATH),"
             " alternating (before, after, then after, before, ...); the command's own timer."
             " The default partition interval (a day): one partition a table holds the run."
         ),
