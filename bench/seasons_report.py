@@ -247,7 +247,8 @@ def before_after_section(ab: dict[str, Any]) -> list[str]:
         (
             "`referee replay LOG --database URL --batch-size 2000 --output /dev/null` into a"
             " fresh database, the code of the commit before migration 0010 (`--seasons-before"
-            " DIR`, an export of it: `git archive`) against this checkout's, both interpreted (PYTHONPATH),"
+            " DIR`, an export of it: `git archive`) against this checkout's, both interpreted"
+            " (PYTHONPATH),"
             " alternating (before, after, then after, before, ...); the command's own timer."
             " The default partition interval (a day): one partition a table holds the run."
         ),
