@@ -37,6 +37,8 @@ class Options:
     ab_before: Path | None = None  # absolute: the tree ``before`` imports referee from
     rounds: int = 3
     interpreted: bool = False  # measure this checkout's sources, not the compiled build
+    seasons_before: Path | None = None  # absolute: the tree before migration 0010 (seasons)
+    seasons_bytes_only: bool = False  # the seasons scenario measures bytes an event only
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,18 @@ SPEED = re.compile(r"speed: ([\d,]+) events/s \(([\d.]+) s")
 RECORDS = re.compile(r"events: (\d+) records")
 
 
-def run_cli(args: list[str], timeout: float = 600) -> tuple[float, str]:
-    """Runs ``referee ARGS``; returns (wall seconds, standard error)."""
+def run_cli(
+    args: list[str], timeout: float = 600, env: dict[str, str] | None = None
+) -> tuple[float, str]:
+    """Runs ``referee ARGS`` (with ``env`` added to the environment); returns (wall seconds,
+    standard error)."""
     started = time.perf_counter()
     done = subprocess.run(
-        [PY, "-m", "referee", *args], capture_output=True, timeout=timeout, check=False
+        [PY, "-m", "referee", *args],
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **env} if env else None,
     )
     wall = time.perf_counter() - started
     err = done.stderr.decode(errors="replace")

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from bench import seasons_report
 from bench.context import (
     AB_SECTION,
     E2E_BATCH,
@@ -284,6 +285,9 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
             f"| 5. peak RSS, {mem['games']:,} open games | (reported) |"
             f" VmHWM {mem['hwm'] / 1024:,.0f} MiB | | | |"
         )
+    seasons = r.get("seasons")
+    if seasons:
+        out += seasons_report.summary(seasons)
     out += ["", "## Commands", "", "```sh", "uv run --group native python bench/run.py"]
     out += [f"# {c}" if not c.startswith("#") else c for c in ctx.commands]
     out += ["```", ""]
@@ -653,6 +657,8 @@ def render(ctx: Context, info: dict[str, str], load_end: str, runtime: float, im
     cl = r.get("cluster")
     if cl:
         out += cluster_section(cl["rounds"])
+    if seasons:
+        out += seasons_report.section(seasons)
     notes = ctx.results.get("notes")
     if notes:
         out += ["## Observations", "", *notes, ""]

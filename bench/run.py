@@ -4,6 +4,7 @@
     uv run python bench/run.py --quick    # a smoke run (writes under --workdir only)
     uv run python bench/run.py --ab-before DIR   # end to end only: DIR's code against this one
     uv run python bench/run.py --quick --only replay,store   # some scenarios (names: --help)
+    uv run python bench/run.py --only seasons --seasons-before DIR   # DIR: 1b2a141's tree
     uv run python -m bench.run ...        # the same
 
 The full run times the compiled build, as the image ships it: mypyc and setuptools come with
@@ -67,6 +68,18 @@ def parse(argv: list[str] | None = None) -> Options:
         help="run the referee from this checkout's sources; by default the referee processes"
         " run the compiled build (tools/native.py), which the image ships",
     )
+    parser.add_argument(
+        "--seasons-before",
+        type=Path,
+        help="the seasons scenario also times the store replay of edition 1's log and of the"
+        " mix with the code of this source tree (the commit before migration 0010) against"
+        " this checkout's, both interpreted, alternating",
+    )
+    parser.add_argument(
+        "--seasons-bytes-only",
+        action="store_true",
+        help="the seasons scenario measures only the bytes an event (live, archived, after)",
+    )
     args = parser.parse_args(argv)
     return Options(
         quick=args.quick,
@@ -77,6 +90,8 @@ def parse(argv: list[str] | None = None) -> Options:
         ab_before=args.ab_before.resolve() if args.ab_before is not None else None,
         rounds=args.rounds,
         interpreted=args.interpreted,
+        seasons_before=args.seasons_before.resolve() if args.seasons_before else None,
+        seasons_bytes_only=args.seasons_bytes_only,
     )
 
 

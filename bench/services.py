@@ -94,6 +94,30 @@ async def fresh_database(
     return url
 
 
+async def clone_database(ctx: Context, template_url: str, label: str) -> str:
+    """A new database copied from ``template_url``'s (``CREATE DATABASE ... TEMPLATE``: its
+    files copied, its time partitions' bounds and rows kept); the template must have no
+    connection, so a backend still closing is waited for."""
+    from sqlalchemy.engine import make_url
+
+    name = f"bench_{label}_{uuid.uuid4().hex[:8]}"
+    template = make_url(template_url).database
+    conn = await asyncpg.connect(plain_url(ctx.admin_url))
+    try:
+        for attempt in range(100):
+            try:
+                await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+                break
+            except asyncpg.ObjectInUseError:
+                if attempt == 99:
+                    raise
+                await asyncio.sleep(0.1)
+    finally:
+        await conn.close()
+    ctx.databases.append(name)
+    return plain_url(ctx.admin_url, name)
+
+
 async def drop_databases(ctx: Context) -> None:
     conn = await asyncpg.connect(plain_url(ctx.admin_url))
     try:

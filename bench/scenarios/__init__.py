@@ -12,7 +12,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from bench.context import Context
-from bench.scenarios import cluster, e2e, latency, memory, relay, replay, replay2, store, sweep
+from bench.scenarios import (
+    cluster,
+    e2e,
+    latency,
+    memory,
+    relay,
+    replay,
+    replay2,
+    seasons,
+    store,
+    sweep,
+)
 
 Scenario = Callable[[Context], Awaitable[None]]
 
@@ -26,4 +37,5 @@ SCENARIOS: dict[str, Scenario] = {
     "memory": memory.run,
     "relay": relay.run,
     "cluster": cluster.run,
+    "seasons": seasons.run,
 }

@@ -14,7 +14,7 @@ import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from bench.context import Context, say
-from bench.process import start_serve, stop_process, tail
+from bench.process import Served, start_serve, stop_process, tail
 from bench.scrape import means, snapshot
 from bench.services import fresh_database, fresh_topics, make_topics
 from referee.processing.referee import Referee
@@ -156,6 +156,56 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[k]
 
 
+async def measure_phase(
+    served: Served,
+    watcher: VerdictWatcher,
+    producer: AIOKafkaProducer,
+    topic: str,
+    load: int,
+    lines: list[Line],
+    expected: int,
+) -> dict[str, Any]:
+    """Produces ``lines`` at ``load`` events/s to ``topic`` and waits (at most 60 s after the
+    last) for their ``expected`` verdicts; the latencies of those that came, and the stages."""
+    sent_at: dict[tuple[str, int], float] = {}
+    games = {g for _, _, g, _ in lines}
+    before = len(watcher.arrivals)
+    stages_before = await snapshot(served.port)
+    achieved = await paced_produce(producer, topic, lines, load, sent_at)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        got = sum(1 for g, _, _ in watcher.arrivals[before:] if g in games)
+        if got >= expected:
+            break
+        if served.process.poll() is not None:
+            raise RuntimeError(f"referee serve died:\n{tail(served.log)}")
+        await asyncio.sleep(0.1)
+    latencies = [
+        (t - sent_at[g, s]) * 1000 for g, s, t in watcher.arrivals[before:] if (g, s) in sent_at
+    ]
+    split = tail_split(
+        [
+            ((sent - sent_at[g, s]) * 1000, (t - sent) * 1000)
+            for g, s, t in watcher.arrivals[before:]
+            if (g, s) in sent_at and (sent := watcher.relay_sent.get((g, s))) is not None
+        ]
+    )
+    stages = means(stages_before, await snapshot(served.port))
+    return {
+        "load": load,
+        "achieved": achieved,
+        "events": len(lines),
+        "verdicts": len(latencies),
+        "expected": expected,
+        "p50": percentile(latencies, 0.50),
+        "p99": percentile(latencies, 0.99),
+        "max": max(latencies, default=math.nan),
+        "mean": statistics.fmean(latencies) if latencies else math.nan,
+        "stages": stages,
+        "split": split,
+    }
+
+
 async def run(ctx: Context) -> None:
     """One ``referee serve`` fed a warm-up then each offered load of ``Sizes.loads``."""
     say("4a. latency vs offered load")
@@ -181,52 +231,16 @@ async def run(ctx: Context) -> None:
     try:
         await asyncio.sleep(1.0)
         for phase, load, lines, expected in prepared:
-            sent_at: dict[tuple[str, int], float] = {}
-            games = {g for _, _, g, _ in lines}
-            before = len(watcher.arrivals)
-            stages_before = await snapshot(served.port)
-            achieved = await paced_produce(producer, topics.input, lines, load, sent_at)
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                got = sum(1 for g, _, _ in watcher.arrivals[before:] if g in games)
-                if got >= expected:
-                    break
-                if served.process.poll() is not None:
-                    raise RuntimeError(f"referee serve died:\n{tail(served.log)}")
-                await asyncio.sleep(0.1)
-            latencies = [
-                (t - sent_at[g, s]) * 1000
-                for g, s, t in watcher.arrivals[before:]
-                if (g, s) in sent_at
-            ]
-            split = tail_split(
-                [
-                    ((sent - sent_at[g, s]) * 1000, (t - sent) * 1000)
-                    for g, s, t in watcher.arrivals[before:]
-                    if (g, s) in sent_at and (sent := watcher.relay_sent.get((g, s))) is not None
-                ]
+            row = await measure_phase(
+                served, watcher, producer, topics.input, load, lines, expected
             )
-            stages = means(stages_before, await snapshot(served.port))
             if phase == 0:
-                say(f"   warm-up done ({len(latencies)} verdicts)")
+                say(f"   warm-up done ({row['verdicts']} verdicts)")
                 continue
-            row = {
-                "load": load,
-                "achieved": achieved,
-                "events": len(lines),
-                "verdicts": len(latencies),
-                "expected": expected,
-                "p50": percentile(latencies, 0.50),
-                "p99": percentile(latencies, 0.99),
-                "max": max(latencies, default=math.nan),
-                "mean": statistics.fmean(latencies) if latencies else math.nan,
-                "stages": stages,
-                "split": split,
-            }
             rows.append(row)
             say(
                 f"   {load}/s: p50 {row['p50']:.0f} ms, p99 {row['p99']:.0f} ms "
-                f"({len(latencies)}/{expected} verdicts)"
+                f"({row['verdicts']}/{expected} verdicts)"
             )
             await asyncio.sleep(1.0)
     finally:
