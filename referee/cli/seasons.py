@@ -106,6 +106,7 @@ def archive(args: argparse.Namespace) -> int:
                     before,
                     started_at,
                     keep_prints=settings.keep_prints,
+                    partitions=settings.partition_policy,
                 )
         finally:
             await engine.dispose()

@@ -39,7 +39,12 @@ from referee.archive import (
     write_manifest,
     write_segment,
 )
-from referee.store.partitions import PARTITIONED
+from referee.store.partitions import (
+    DEFAULT_POLICY,
+    PARTITIONED,
+    PartitionPolicy,
+    create_partitions,
+)
 from referee.store.seasons_store import (
     StoreSegment,
     TablesBusy,
@@ -109,12 +114,15 @@ async def archive_before(
     started_at: datetime,
     *,
     keep_prints: timedelta = timedelta(days=7),
+    partitions: PartitionPolicy = DEFAULT_POLICY,
     after: Step = _ignore,
 ) -> ArchiveReport:
     """Archives every segment that ended before ``before`` (and may be), verified, then
     drops it; ``started_at`` names the run's manifest. The prints of games active within
     ``keep_prints`` of ``started_at`` (or not finished) are carried into the live store."""
     report = ArchiveReport()
+    # what is carried goes into the live partitions: they must exist, writers or not
+    await create_partitions(driver, partitions)
     if not await lock_archiving(driver):
         report.waiting = "another referee archive runs on this database: nothing done"
         return report

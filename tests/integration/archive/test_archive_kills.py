@@ -155,3 +155,38 @@ async def test_a_second_archive_run_at_once_does_nothing(
     done = referee("archive", "--database", url, "--to", target, "--before", before)
     assert done.returncode == 0, done.stderr
     assert "p_legacy" not in await segment_tables(url)
+
+
+async def test_the_archive_makes_the_live_partitions_what_it_carries_goes_to(
+    empty_database: str, tmp_path: Path
+) -> None:
+    """Writers stopped longer than the partitions made ahead reach: the archive carries the
+    newest states into a partition of now, which it makes itself."""
+    url = empty_database
+    season = await live_season(url, tmp_path, slices=3)
+    conn = await asyncpg.connect(_plain(url))
+    try:
+        # the partitions the replay's writer made ahead, empty: as if their time had passed
+        ahead = [
+            r["relname"]
+            for r in await conn.fetch(
+                "SELECT c.relname::text AS relname FROM pg_inherits i "
+                "JOIN pg_class c ON c.oid = i.inhrelid, "
+                "LATERAL referee_partition_bounds(c.oid::regclass) b WHERE b.lower_bound >= $1",
+                season.bounds[-1][1],
+            )
+        ]
+        assert ahead, "the replay made partitions ahead"
+        for name in ahead:
+            await conn.execute(f"DROP TABLE {name}")
+        done = referee(
+            "archive", "--database", url, "--to", str(tmp_path / "archive"),
+            "--before", season.bounds[-2][1].isoformat(),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        carried = await conn.fetchval(
+            "SELECT count(*) FROM game_versions WHERE recorded_at >= $1", season.bounds[-1][1]
+        )
+        assert carried > 0, "states carried into a partition of now"
+    finally:
+        await conn.close()
