@@ -15,14 +15,50 @@ A row is checked against its table as it is encoded (``ArchiveRowError``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 from referee.archive.tables import Kind, Row, check_row, table
 
 FORMAT = b"referee-archive-rows/1"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_SIZES = {Kind.INT4: 4, Kind.INT8: 8}
+
+
+def _int4(value: object, parts: list[bytes]) -> None:
+    assert isinstance(value, int)
+    parts.append(value.to_bytes(4, "big", signed=True))
+
+
+def _int8(value: object, parts: list[bytes]) -> None:
+    assert isinstance(value, int)
+    parts.append(value.to_bytes(8, "big", signed=True))
+
+
+def _bool(value: object, parts: list[bytes]) -> None:
+    parts.append(b"\1" if value else b"\0")
+
+
+def _timestamptz(value: object, parts: list[bytes]) -> None:
+    assert isinstance(value, datetime)
+    parts.append(micros(value).to_bytes(8, "big", signed=True))
+
+
+def _sized(value: object, parts: list[bytes]) -> None:
+    data = value.encode() if isinstance(value, str) else value
+    assert isinstance(data, bytes)
+    parts.append(len(data).to_bytes(8, "big"))
+    parts.append(data)
+
+
+_ENCODERS: dict[Kind, Callable[[object, list[bytes]], None]] = {
+    Kind.INT4: _int4,
+    Kind.INT8: _int8,
+    Kind.BOOL: _bool,
+    Kind.TIMESTAMPTZ: _timestamptz,
+    Kind.TEXT: _sized,
+    Kind.BYTEA: _sized,
+}
+"""How a non-NULL value of each kind is encoded (after its ``01``)."""
 
 
 def micros(value: datetime) -> int:
@@ -39,29 +75,17 @@ class RowsDigest:
         self._hash = hashlib.sha256(FORMAT + b"\0" + self._table.name.encode() + b"\0")
         self.count = 0
         """How many rows were fed."""
+        self._encoders = tuple(_ENCODERS[c.kind] for c in self._table.columns)
 
     def update(self, row: Row) -> None:
         check_row(self._table, row, self.count)
         parts: list[bytes] = []
-        for column, value in zip(self._table.columns, row, strict=True):
+        for encode, value in zip(self._encoders, row, strict=True):
             if value is None:
                 parts.append(b"\0")
-                continue
-            parts.append(b"\1")
-            kind = column.kind
-            if kind in _SIZES:
-                assert isinstance(value, int)
-                parts.append(value.to_bytes(_SIZES[kind], "big", signed=True))
-            elif kind is Kind.BOOL:
-                parts.append(b"\1" if value else b"\0")
-            elif kind is Kind.TIMESTAMPTZ:
-                assert isinstance(value, datetime)
-                parts.append(micros(value).to_bytes(8, "big", signed=True))
             else:
-                data = value.encode() if isinstance(value, str) else value
-                assert isinstance(data, bytes)
-                parts.append(len(data).to_bytes(8, "big"))
-                parts.append(data)
+                parts.append(b"\1")
+                encode(value, parts)
         self._hash.update(b"".join(parts))
         self.count += 1
 

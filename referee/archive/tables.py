@@ -7,6 +7,7 @@ tuple): ``int`` for int4/int8, ``str`` for text, ``bytes`` for bytea, ``bool`` f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -171,41 +172,80 @@ def table(name: str) -> Table:
 _INT_BOUNDS: Final = {Kind.INT4: (-(2**31), 2**31 - 1), Kind.INT8: (-(2**63), 2**63 - 1)}
 
 
+def _int_problem(kind: Kind) -> Callable[[object], str | None]:
+    low, high = _INT_BOUNDS[kind]
+
+    def problem(value: object) -> str | None:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"{kind.value} needs an int, got {type(value).__name__}"
+        if not low <= value <= high:
+            return f"{value} is outside {kind.value}"
+        return None
+
+    return problem
+
+
+def _text_problem(value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"text needs a str, got {type(value).__name__}"
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return "text that is not valid Unicode (a lone surrogate)"
+    return None
+
+
+def _bytea_problem(value: object) -> str | None:
+    if not isinstance(value, bytes):
+        return f"bytea needs bytes, got {type(value).__name__}"
+    return None
+
+
+def _bool_problem(value: object) -> str | None:
+    if not isinstance(value, bool):
+        return f"bool needs a bool, got {type(value).__name__}"
+    return None
+
+
+def _timestamptz_problem(value: object) -> str | None:
+    if not isinstance(value, datetime):
+        return f"timestamptz needs a datetime, got {type(value).__name__}"
+    if value.tzinfo is None or value.utcoffset() is None:
+        return "a naive datetime: timestamptz needs an aware one"
+    return None
+
+
+_PROBLEMS: Final[dict[Kind, Callable[[object], str | None]]] = {
+    Kind.INT4: _int_problem(Kind.INT4),
+    Kind.INT8: _int_problem(Kind.INT8),
+    Kind.TEXT: _text_problem,
+    Kind.BYTEA: _bytea_problem,
+    Kind.BOOL: _bool_problem,
+    Kind.TIMESTAMPTZ: _timestamptz_problem,
+}
+"""What is wrong with a non-NULL value for a column of each kind (None: nothing)."""
+
+
 def check_value(table: Table, column: Column, value: object, row_number: int) -> None:
     """Refuse a value its column cannot hold, naming the table, row (0-based) and column."""
-
-    def bad(why: str) -> ArchiveRowError:
-        return ArchiveRowError(f"{table.name} row {row_number}, column {column.name}: {why}")
-
     if value is None:
-        if not column.nullable:
-            raise bad("NULL in a NOT NULL column")
-        return
-    kind = column.kind
-    if kind in _INT_BOUNDS:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise bad(f"{kind.value} needs an int, got {type(value).__name__}")
-        low, high = _INT_BOUNDS[kind]
-        if not low <= value <= high:
-            raise bad(f"{value} is outside {kind.value}")
-    elif kind is Kind.TEXT:
-        if not isinstance(value, str):
-            raise bad(f"text needs a str, got {type(value).__name__}")
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            raise bad("text that is not valid Unicode (a lone surrogate)") from None
-    elif kind is Kind.BYTEA:
-        if not isinstance(value, bytes):
-            raise bad(f"bytea needs bytes, got {type(value).__name__}")
-    elif kind is Kind.BOOL:
-        if not isinstance(value, bool):
-            raise bad(f"bool needs a bool, got {type(value).__name__}")
-    elif kind is Kind.TIMESTAMPTZ:
-        if not isinstance(value, datetime):
-            raise bad(f"timestamptz needs a datetime, got {type(value).__name__}")
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise bad("a naive datetime: timestamptz needs an aware one")
+        why: str | None = None if column.nullable else "NULL in a NOT NULL column"
+    else:
+        why = _PROBLEMS[column.kind](value)
+    if why is not None:
+        raise ArchiveRowError(f"{table.name} row {row_number}, column {column.name}: {why}")
+
+
+_CHECKS: dict[str, tuple[tuple[Column, Callable[[object], str | None]], ...]] = {}
+
+
+def _checks(table: Table) -> tuple[tuple[Column, Callable[[object], str | None]], ...]:
+    """Each column of ``table`` with the check of its kind (looked up once per table: a row's
+    values are checked without hashing an enum per value)."""
+    found = _CHECKS.get(table.name)
+    if found is None:
+        found = _CHECKS[table.name] = tuple((c, _PROBLEMS[c.kind]) for c in table.columns)
+    return found
 
 
 def check_row(table: Table, row: Row, row_number: int) -> None:
@@ -218,5 +258,9 @@ def check_row(table: Table, row: Row, row_number: int) -> None:
         raise ArchiveRowError(
             f"{table.name} row {row_number}: {len(row)} values for {len(table.columns)} columns"
         )
-    for column, value in zip(table.columns, row, strict=True):
-        check_value(table, column, value, row_number)
+    for (column, problem), value in zip(_checks(table), row, strict=True):
+        if value is None:
+            if not column.nullable:
+                check_value(table, column, value, row_number)  # raises, naming the column
+        elif problem(value) is not None:
+            check_value(table, column, value, row_number)
