@@ -33,7 +33,7 @@ class ArchivedViews(StoreViews):
         self.problems += [f"archive: {p}" for p in report.problems]
 
     def _archived_journal(self) -> Iterator[JournalEntry]:
-        names = _archived_names("journal")
+        names = TABLES["journal"].names
         at = [names.index(f) for f in _JOURNAL_FIELDS]
         for row in iter_rows(self.archive, "journal"):
             self.archived_rows += 1
@@ -65,7 +65,7 @@ class ArchivedViews(StoreViews):
     async def verdict_bodies(self) -> list[tuple[str, str]]:
         """Returns (game id, canonical JSON) of every verdict, archived and live, in outbox
         order."""
-        names = _archived_names("verdicts")
+        names = TABLES["verdicts"].names
         position, game, body = (names.index(c) for c in ("position", "game_id", "body"))
         archived = sorted(
             (int(r[position]), str(r[game]), str(r[body]))  # type: ignore[call-overload]
@@ -74,20 +74,17 @@ class ArchivedViews(StoreViews):
         seen = {p for p, _, _ in archived}
         if len(seen) != len(archived):
             self.problems.append("a verdict is archived twice")
-        live = await self._live_verdicts()
+        live = await self.positioned_verdicts()
         both = seen & {p for p, _, _ in live}
         if both:
             self.problems.append(f"{len(both)} verdicts are both archived and live")
         merged = sorted(archived + live)
         return [(g, b) for _, g, b in merged]
 
-    async def _live_verdicts(self) -> list[tuple[int, str, str]]:
-        return await super().positioned_verdicts()
-
     async def dead_letter_bodies(self) -> dict[int, str]:
         """Returns each dead letter's ``EventRejected`` JSON by its journal row, archived and
         live."""
-        names = _archived_names("dead_letters")
+        names = TABLES["dead_letters"].names
         journal_id, body = names.index("journal_id"), names.index("body")
         found: dict[int, str] = {}
         for row in iter_rows(self.archive, "dead_letters"):
@@ -100,7 +97,3 @@ class ArchivedViews(StoreViews):
                 self.problems.append(f"the dead letter of journal row {key} is archived and live")
             found[key] = text_
         return found
-
-
-def _archived_names(table: str) -> tuple[str, ...]:
-    return TABLES[table].names

@@ -203,9 +203,7 @@ async def _archivable(driver: Any, before: datetime) -> tuple[list[StoreSegment]
     segments = await attached_segments(driver)
     chosen: list[StoreSegment] = []
     for s in segments[:-1]:  # never the newest: the clock may be in it
-        if s.end > before:
-            return chosen, None
-        if s.end > now:
+        if s.end > before or s.end > now:
             return chosen, None
         if oldest is not None and s.end > oldest:
             return chosen, (

@@ -265,9 +265,11 @@ carried_prints = Table(
 )
 Index("carried_prints_event", carried_prints.c.game_id, carried_prints.c.event_id)
 
-_TIME_PARTITION = re.compile(
-    r"(journal|game_versions|verdicts|dead_letters|consumer_positions)_p(_legacy|\d{8}t\d{6})"
+TIME_PARTITION_PATTERN = (
+    "(journal|game_versions|verdicts|dead_letters|consumer_positions)_p(_legacy|[0-9]{8}t[0-9]{6})"
 )
+"""The name of a time partition, as Python's and PostgreSQL's regular expressions read it."""
+_TIME_PARTITION = re.compile(TIME_PARTITION_PATTERN)
 
 
 def is_time_partition(name: str | None) -> bool:

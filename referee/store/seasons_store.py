@@ -8,7 +8,6 @@ of a role that may detach and drop the partitions (the tables' owner: the migrat
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -17,11 +16,7 @@ from typing import Any
 import asyncpg
 
 from referee.store.partitions import PARTITIONED, list_partitions
-
-LEGACY = "p_legacy"
-"""The segment of the rows stored before migration 0010 (from the beginning of time)."""
-
-_SEGMENT = re.compile(r"p(_legacy|\d{8}t\d{6})")
+from referee.store.schema import TIME_PARTITION_PATTERN
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +55,7 @@ async def detached_leftovers(driver: Any) -> dict[str, list[str]]:
         "WHERE c.relkind = 'r' AND NOT c.relispartition "
         "AND c.relnamespace = to_regnamespace(current_schema())::oid "
         "AND c.relname::text ~ $1",
-        f"^({'|'.join(PARTITIONED)})_p(_legacy|[0-9]{{8}}t[0-9]{{6}})$",
+        f"^{TIME_PARTITION_PATTERN}$",
     )
     found: dict[str, list[str]] = {}
     for (name,) in rows:
@@ -233,8 +228,3 @@ async def drop_detached(driver: Any, segment_name: str, tables: Sequence[str]) -
 def _count(status: str) -> int:
     """The row count of an INSERT's status (``INSERT 0 <n>``)."""
     return int(status.rsplit(" ", 1)[-1])
-
-
-def is_segment_name(name: str) -> bool:
-    """Checks if a name is a segment's (``p_legacy`` or ``p<YYYYMMDD>t<HHMMSS>``)."""
-    return _SEGMENT.fullmatch(name) is not None
