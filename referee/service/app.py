@@ -10,9 +10,9 @@ are written for lag monitoring only.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
-from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from faststream import AckPolicy, FastStream
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
@@ -23,6 +23,7 @@ from faststream.security import BaseSecurity
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.processing.step import ProcessingStep
+from referee.service.assignor import StickyAssignor
 from referee.service.batch import BatchHandler
 from referee.service.http import OpsServer
 from referee.service.kafka_options import consumer_options, kafka_security, publisher_producers
@@ -129,11 +130,7 @@ def _subscriber(
         auto_offset_reset="earliest",
         session_timeout_ms=settings.kafka_session_timeout_ms,
         heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
-        # Round robin, as release 0.1 (a group of both agrees on it). Not aiokafka's sticky
-        # assignor: two members joining a new group together can then rejoin each other's
-        # generation for ever, never assigned (docs/reliability.md). A partition that comes
-        # back to its instance still keeps its games and publisher (listener.py).
-        partition_assignment_strategy=(RoundRobinPartitionAssignor,),
+        partition_assignment_strategy=_assignors(),
         ack_policy=AckPolicy.MANUAL,
         decoder=_raw_batch,
         listener=listener,
@@ -143,6 +140,13 @@ def _subscriber(
     )
     without_idle_sleep(subscriber, settings.batch_linger_ms, settings.batch_size)
     return subscriber
+
+
+def _assignors() -> Sequence[Any]:
+    """One sticky, balanced assignor of the consumer's own, offered as the one protocol
+    every release offers (assignor.py). FastStream types the strategies as classes; aiokafka
+    calls only their methods, so an instance, which keeps its consumer's claim, will do."""
+    return (StickyAssignor(),)
 
 
 async def _raw_batch(message: StreamMessage[Any]) -> Any:

@@ -317,13 +317,19 @@ def test_static_membership_gives_the_consumer_its_instance_id() -> None:
     assert dynamic.subscriber._connection_args.get("group_instance_id") is None
 
 
-def test_the_group_assigns_round_robin_and_never_with_aiokafkas_sticky_assignor() -> None:
-    """Round robin alone: the one of release 0.1 (a group with members of both agrees during a
-    rolling upgrade). aiokafka's sticky assignor left two members that joined a new group
-    together rejoining each other's generation for ever (2 of 10 pairs of processes on the
-    test broker; docs/reliability.md): it must not come back."""
-    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+def test_the_group_is_offered_one_protocol_named_as_every_release_names_its_own() -> None:
+    """One assignor, a fresh one per consumer, under the protocol name ``roundrobin``: with
+    two protocols offered, aiokafka 0.14 sends two JoinGroups a join and two members joining
+    a new group together cut each other's generation short for ever (docs/reliability.md);
+    under another name, a group of this release and an older one could not agree."""
+    from referee.service.assignor import StickyAssignor
 
-    _, built = build(Settings(database_url=NOWHERE, group_id="g"), create_engine(NOWHERE))
-    strategy = built.subscriber._connection_args["partition_assignment_strategy"]
-    assert tuple(strategy) == (RoundRobinPartitionAssignor,)
+    settings = Settings(database_url=NOWHERE, group_id="g")
+    _, built = build(settings, create_engine(NOWHERE))
+    _, other = build(settings, create_engine(NOWHERE))
+    strategy = tuple(built.subscriber._connection_args["partition_assignment_strategy"])
+    (assignor,) = strategy
+    assert isinstance(assignor, StickyAssignor)
+    assert assignor.name == "roundrobin"
+    (second,) = tuple(other.subscriber._connection_args["partition_assignment_strategy"])
+    assert second is not assignor
