@@ -110,6 +110,17 @@ def test_a_first_tile_alone_counts_once_at_face_value() -> None:
     assert facts.count == 5
 
 
+def test_a_first_tile_played_with_an_end_named_lies_on_no_end() -> None:
+    game = deal("ann: 2-3 0-0 | bob: 1-1", FIVES)
+
+    _, found = run(game, "ann plays 2-3 up")  # the end named with a first tile is ignored
+
+    facts = of(found, PointsScored).facts
+    assert isinstance(facts, CountFacts)
+    assert facts.place is None
+    assert facts.count == 5
+
+
 def test_an_arm_played_on_counts_and_fives_and_threes_adds_both_parts() -> None:
     rules = Rules.of(
         layout=Layout.SPINNER,
