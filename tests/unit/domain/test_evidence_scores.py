@@ -249,6 +249,23 @@ def test_a_lowest_tile_tie_shows_each_tied_sides_lowest_tile() -> None:
     assert facts.shares == (Share("bob", 6, 16, 1, 16, 16),)
 
 
+def test_a_lowest_tile_tie_counts_the_double_blank_at_its_value() -> None:
+    rules = Rules.of(draw=DrawRule.NONE, tie=TiePolicy.LOWEST_TILE, double_blank=25)
+    game = table("ann: 0-0 | bob: 6-6 5-6 1-1 | left 3 right 3", rules)
+
+    _, found = run(game, *passes(game))
+
+    facts = of(found, RoundScored).facts
+    assert isinstance(facts, RoundFacts)
+    assert facts.tied == ("ann", "bob")
+    # [0,0] is ann's lowest tile, and it counts 25: bob's [1,1] is lower
+    assert [(s.side, s.pips, s.lowest_tile) for s in facts.sides] == [
+        ("ann", 25, 25),
+        ("bob", 25, 2),
+    ]
+    assert facts.winners == ("bob",)
+
+
 def test_others_minus_own_and_rounding_to_five_are_shown_step_by_step() -> None:
     rules = Rules.of(
         draw=DrawRule.NONE,
