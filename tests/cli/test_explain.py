@@ -175,6 +175,30 @@ def test_an_event_without_a_verdict_says_so_and_succeeds() -> None:
     assert b"seq 3 of game 'golden-false-pass' (TilePlayed) gave no verdict" in result.stderr
 
 
+def test_an_event_rejected_as_invalid_input_says_it_has_no_verdict_and_succeeds(
+    tmp_path: Path,
+) -> None:
+    """An ``EventRejected`` is no verdict (RULES.md section 7): nothing to explain."""
+    head = FALSE_PASS.read_bytes().splitlines()[:2]  # the game and its deal
+    stranger = {
+        "event_id": "e-stranger", "type": "Passed", "game_id": "golden-false-pass", "seq": 3,
+        "occurred_at": "2026-11-30T11:00:03Z", "schema_version": 1, "round": 1, "player": "zed",
+    }  # fmt: skip
+    log = tmp_path / "rejected.jsonl"
+    log.write_bytes(b"\n".join([*head, json.dumps(stranger).encode()]) + b"\n")
+
+    result = referee("explain", log, "--game", "golden-false-pass", "--seq", "3")
+    as_json = referee("explain", log, "--game", "golden-false-pass", "--seq", "3", "--json")
+
+    assert result.returncode == as_json.returncode == 0
+    assert result.stdout == as_json.stdout == b""
+    message = (
+        b"seq 3 of game 'golden-false-pass' was rejected (unknown_player): no verdict to explain"
+    )
+    assert message in result.stderr
+    assert message in as_json.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
