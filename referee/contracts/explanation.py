@@ -99,7 +99,9 @@ def _wire_type(hint: Any) -> Any:
 @cache
 def wire_struct(cls: type) -> type[msgspec.Struct]:
     """Returns the wire struct of a domain facts dataclass: its fields, typed for the wire,
-    described by their docstrings; tagged by ``kind`` when it is a kind of facts."""
+    described by their docstrings; tagged by ``kind`` when it is a kind of facts. Its schema
+    allows no other field (``additionalProperties: false``): the evidence is written only by
+    ``referee explain``, and a field the schema does not know is a field it does not describe."""
     hints = typing.get_type_hints(cls)
     docs = _field_docs(cls)
     fields = []
@@ -116,6 +118,7 @@ def wire_struct(cls: type) -> type[msgspec.Struct]:
         tag_field="kind" if tag else None,
         tag=tag,
         module=__name__,
+        forbid_unknown_fields=True,
     )
     made.__doc__ = _summary(cls)
     return made

@@ -422,6 +422,10 @@ def points_evidence(
     assert count is not None
     seat = before.seats[verdict.player]
     team, _ = _side_of(before, seat)
+    played = before.round
+    assert played is not None
+    # the first tile needs no place: an end named with it is ignored (RULES.md §3)
+    first = played.layout.places(seat) is None
     old = list(scores)
     scores[team] += verdict.points
     scoring = before.rules.play_scoring
@@ -429,7 +433,7 @@ def points_evidence(
     threes = count // 3 if count % 3 == 0 else 0
     facts = CountFacts(
         tile(*event.tile),
-        None if event.end is None else event.end.value,
+        None if first or event.end is None else event.end.value,
         layout.single,
         counted_ends(layout),
         count,

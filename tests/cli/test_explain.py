@@ -53,15 +53,58 @@ def test_every_verdict_of_a_log_is_explained_once_as_replay_announces_it(fouled_
     assert [e["type"] for e in found] == [v["type"] for v in announced]
 
 
-def test_every_explanation_validates_against_its_schema(fouled_log: Path) -> None:
+KINDS = {"turn", "hand", "place", "draw", "playable", "count", "block", "round", "game"}
+"""Every kind of evidence (docs/disputes.md)."""
+
+
+def test_every_kind_of_evidence_appears_and_validates_against_its_schema(
+    fouled_log: Path,
+) -> None:
     validator = jsonschema.Draft202012Validator(SCHEMA)
+    kinds = set(SCHEMA["properties"]["evidence"]["discriminator"]["mapping"])
+    assert kinds == KINDS  # the schema knows every kind, and only those
 
     found = explained(fouled_log) + explained(fouled_log, "--as", "spectator")
 
-    assert {e["evidence"]["kind"] for e in found} >= {"playable", "block", "round", "place"}
+    assert {e["evidence"]["kind"] for e in found} == KINDS
     for explanation in found:
         validator.validate(explanation)
         assert explanation["rule"].startswith("RULES.md §")
+
+
+def test_a_players_view_validates_against_its_schema(fouled_log: Path) -> None:
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    game, player = first_game(fouled_log)
+
+    found = explained(fouled_log, "--as", player)
+
+    assert {e["game_id"] for e in found} == {game}  # the games the player sits at
+    assert {e["view"] for e in found} == {player}
+    assert any(e["withheld"] for e in found)  # something was kept from the player
+    for explanation in found:
+        validator.validate(explanation)
+
+
+def test_the_schema_allows_no_field_the_evidence_does_not_have(fouled_log: Path) -> None:
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    [explanation, *_] = explained(fouled_log)
+
+    extra = {**explanation, "evidence": {**explanation["evidence"], "surplus": 1}}
+
+    with pytest.raises(jsonschema.ValidationError, match="surplus"):
+        validator.validate(extra)
+
+
+def first_game(log: Path) -> tuple[str, str]:
+    """The first game of a log and its first player."""
+    for line in log.read_bytes().splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("type") == "GameStarted":
+            return event["game_id"], event["players"][0]
+    raise AssertionError("no game in the log")
 
 
 def test_the_schemas_examples_are_what_the_command_writes() -> None:
@@ -130,6 +173,30 @@ def test_an_event_without_a_verdict_says_so_and_succeeds() -> None:
     assert result.returncode == 0
     assert result.stdout == b""
     assert b"seq 3 of game 'golden-false-pass' (TilePlayed) gave no verdict" in result.stderr
+
+
+def test_an_event_rejected_as_invalid_input_says_it_has_no_verdict_and_succeeds(
+    tmp_path: Path,
+) -> None:
+    """An ``EventRejected`` is no verdict (RULES.md section 7): nothing to explain."""
+    head = FALSE_PASS.read_bytes().splitlines()[:2]  # the game and its deal
+    stranger = {
+        "event_id": "e-stranger", "type": "Passed", "game_id": "golden-false-pass", "seq": 3,
+        "occurred_at": "2026-11-30T11:00:03Z", "schema_version": 1, "round": 1, "player": "zed",
+    }  # fmt: skip
+    log = tmp_path / "rejected.jsonl"
+    log.write_bytes(b"\n".join([*head, json.dumps(stranger).encode()]) + b"\n")
+
+    result = referee("explain", log, "--game", "golden-false-pass", "--seq", "3")
+    as_json = referee("explain", log, "--game", "golden-false-pass", "--seq", "3", "--json")
+
+    assert result.returncode == as_json.returncode == 0
+    assert result.stdout == as_json.stdout == b""
+    message = (
+        b"seq 3 of game 'golden-false-pass' was rejected (unknown_player): no verdict to explain"
+    )
+    assert message in result.stderr
+    assert message in as_json.stderr
 
 
 @pytest.mark.parametrize(

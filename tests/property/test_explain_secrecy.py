@@ -1,7 +1,9 @@
 """Views that keep secrets: no tile of another hand reaches a restricted view before its round
 ends, through any field.
 
-Simulated games of every family (fouls of every kind included) are explained for each of
+Simulated games of every family (``tests/families.py``: block, draw, All Fives, Mexican Train,
+partnerships, penalty scoring, threes, fives and threes, and all of them mixed; fouls of every
+kind included) are explained for each of
 their players and for a spectator, as text (the story, the board, the evidence) and as JSON,
 and every message ``referee explain`` could print about them (an event asked for by ``--seq``,
 a reader who is not at the table) is collected too. Against the auditor's state after each
@@ -14,11 +16,11 @@ order), ``{a|b}``, and a JSON array of two integers.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import json
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,16 +36,7 @@ from referee.domain.events import TileDrawn, TilePlayed
 from referee.domain.secrecy import SPECTATOR, viewer
 from referee.domain.tiles import Tile, sorted_tiles, tile
 from referee.processing.explanations import Explained, Explainer, Request
-from referee.simulate import SimulationOptions, simulate
-
-FAMILIES = {
-    "random": SimulationOptions(rules="random"),
-    "line": SimulationOptions(layout="line"),
-    "spinner": SimulationOptions(layout="spinner", play_scoring="fives"),
-    "trains": SimulationOptions(layout="trains"),
-    "teams": SimulationOptions(teams=True),
-    "penalty": SimulationOptions(scoring="penalty"),
-}
+from tests.families import FAMILIES, family_games, game_started
 
 TILE_TEXT = re.compile(r"[\[{](\d+)[,|](\d+)[\]}]")
 
@@ -128,19 +121,15 @@ def what_a_reader_sees(
     return seen
 
 
-@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    family=st.sampled_from(sorted(FAMILIES)),
-    seed=st.integers(0, 2**32 - 1),
-    asked=st.integers(1, 400),
-)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), asked=st.integers(1, 400))
 def test_no_tile_of_another_hand_reaches_a_restricted_view_before_its_round_ends(
     family: str, seed: int, asked: int
 ) -> None:
-    options = dataclasses.replace(FAMILIES[family], games=2, seed=seed, foul_rate=0.25)
-    log = list(simulate(options))
-    for game_id in sorted({g for g, _ in log}):
-        lines = [line for g, line in log if g == game_id]
+    games = family_games(family, 2, games=30, seed=seed, foul_rate=0.25)
+    assert len(games) == 2, f"fewer than 2 games of {family}"  # the family is covered
+    for game_id, lines in games.items():
         first = parse_event(lines[0])
         players = first.players  # type: ignore[union-attr]
         for reader in (*players, None):
@@ -155,13 +144,16 @@ def test_the_search_finds_a_tile_in_every_shape_it_is_written_in() -> None:
     assert tiles_in_json({"a": [[1, 2]], "b": {"c": [4, 3]}, "d": [1, 2, 3]}) == {(1, 2), (3, 4)}
 
 
-def test_the_auditor_would_see_the_secrets_the_others_may_not() -> None:
-    """Guards the property: the secrets it protects are in the full view, so the restricted
-    views leave out something real."""
-    options = dataclasses.replace(FAMILIES["line"], games=2, seed=5, foul_rate=0.25)
-    log = list(simulate(options))
-    game_id = log[0][0]
-    lines = [line for g, line in log if g == game_id]
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_auditor_would_see_the_secrets_the_others_may_not(family: str) -> None:
+    """Guards the property, family by family: the games explained are of the family, and the
+    secrets it protects are in the full view, so the restricted views leave out something
+    real."""
+    games = family_games(family, 1, games=30, seed=5, foul_rate=0.25)
+    [(game_id, lines)] = games.items()
+    started = game_started(lines[0])
+    assert started is not None
+    assert FAMILIES[family].member(started)
     auditor = Explainer(Request(game_id))
     revealed = 0
     for number, line in enumerate(lines, 1):

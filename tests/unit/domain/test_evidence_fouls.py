@@ -192,6 +192,16 @@ def test_out_of_turn_names_whose_turn_it_was() -> None:
     assert found.actor == "cid"
 
 
+def test_out_of_turn_names_what_the_offender_did() -> None:
+    game = table(LINE)
+
+    played = evidence_of(game, "bob plays 1-2 left").facts
+    drew = evidence_of(game, "cid draws 1-1").facts
+
+    assert played == TurnFacts("ann", "TilePlayed")
+    assert drew == TurnFacts("ann", "TileDrawn")
+
+
 def test_tile_not_in_hand_shows_the_hand_and_where_the_tile_was() -> None:
     game = table(LINE)
 

@@ -110,6 +110,17 @@ def test_a_first_tile_alone_counts_once_at_face_value() -> None:
     assert facts.count == 5
 
 
+def test_a_first_tile_played_with_an_end_named_lies_on_no_end() -> None:
+    game = deal("ann: 2-3 0-0 | bob: 1-1", FIVES)
+
+    _, found = run(game, "ann plays 2-3 up")  # the end named with a first tile is ignored
+
+    facts = of(found, PointsScored).facts
+    assert isinstance(facts, CountFacts)
+    assert facts.place is None
+    assert facts.count == 5
+
+
 def test_an_arm_played_on_counts_and_fives_and_threes_adds_both_parts() -> None:
     rules = Rules.of(
         layout=Layout.SPINNER,
@@ -236,6 +247,23 @@ def test_a_lowest_tile_tie_shows_each_tied_sides_lowest_tile() -> None:
     ]
     assert facts.winners == ("bob",)
     assert facts.shares == (Share("bob", 6, 16, 1, 16, 16),)
+
+
+def test_a_lowest_tile_tie_counts_the_double_blank_at_its_value() -> None:
+    rules = Rules.of(draw=DrawRule.NONE, tie=TiePolicy.LOWEST_TILE, double_blank=25)
+    game = table("ann: 0-0 | bob: 6-6 5-6 1-1 | left 3 right 3", rules)
+
+    _, found = run(game, *passes(game))
+
+    facts = of(found, RoundScored).facts
+    assert isinstance(facts, RoundFacts)
+    assert facts.tied == ("ann", "bob")
+    # [0,0] is ann's lowest tile, and it counts 25: bob's [1,1] is lower
+    assert [(s.side, s.pips, s.lowest_tile) for s in facts.sides] == [
+        ("ann", 25, 25),
+        ("bob", 25, 2),
+    ]
+    assert facts.winners == ("bob",)
 
 
 def test_others_minus_own_and_rounding_to_five_are_shown_step_by_step() -> None:
