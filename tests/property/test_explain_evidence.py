@@ -818,6 +818,15 @@ def spoiling(kind: str, facts: type[F], spoil: Callable[[F, Evidence], F | None]
 r = dataclasses.replace
 
 
+def first_bumped(facts: T, field: str, attr: str) -> T | None:
+    """``facts`` with its ``field``'s first item's ``attr`` one more (None: no item)."""
+    items = getattr(facts, field)
+    if not items:
+        return None
+    first = items[0]
+    return r(facts, **{field: (r(first, **{attr: getattr(first, attr) + 1}), *items[1:])})  # type: ignore[type-var]
+
+
 def drop_last(items: tuple[T, ...] | None) -> tuple[T, ...] | None:
     return None if not items else items[:-1]
 
@@ -990,11 +999,7 @@ SPOILS: dict[str, Spoil] = {
     "end_missing/a wrong place value": spoiling(
         "end_missing",
         PlaceFacts,
-        lambda f, _: (
-            None
-            if not f.places
-            else r(f, places=(r(f.places[0], value=f.places[0].value + 1), *f.places[1:]))
-        ),
+        lambda f, _: first_bumped(f, "places", "value"),
     ),
     "double_unsatisfied/a wrong value": spoiling(
         "double_unsatisfied",
@@ -1065,7 +1070,7 @@ SPOILS: dict[str, Spoil] = {
     "PointsScored/a wrong end value": spoiling(
         "PointsScored",
         CountFacts,
-        lambda f, _: r(f, ends=(r(f.ends[0], value=f.ends[0].value + 1), *f.ends[1:])),
+        lambda f, _: first_bumped(f, "ends", "value"),
     ),
     "PointsScored/a wrong end": spoiling(
         "PointsScored",
@@ -1075,7 +1080,7 @@ SPOILS: dict[str, Spoil] = {
     "PointsScored/an end counted once too often": spoiling(
         "PointsScored",
         CountFacts,
-        lambda f, _: r(f, ends=(r(f.ends[0], times=f.ends[0].times + 1), *f.ends[1:])),
+        lambda f, _: first_bumped(f, "ends", "times"),
     ),
     "PointsScored/a wrong count": spoiling(
         "PointsScored", CountFacts, lambda f, _: r(f, count=f.count + 5)
@@ -1095,9 +1100,7 @@ SPOILS: dict[str, Spoil] = {
     "BlockDeclared/a wrong end value": spoiling(
         "BlockDeclared",
         BlockFacts,
-        lambda f, _: r(
-            f, open_ends=(r(f.open_ends[0], value=f.open_ends[0].value + 1), *f.open_ends[1:])
-        ),
+        lambda f, _: first_bumped(f, "open_ends", "value"),
     ),
     "BlockDeclared/a wrong place of a holder": spoiling(
         "BlockDeclared",
@@ -1123,7 +1126,7 @@ SPOILS: dict[str, Spoil] = {
     "BlockDeclared/a wrong pip count": spoiling(
         "BlockDeclared",
         BlockFacts,
-        lambda f, _: r(f, hands=(r(f.hands[0], pips=f.hands[0].pips + 1), *f.hands[1:])),
+        lambda f, _: first_bumped(f, "hands", "pips"),
     ),
     "BlockDeclared/a confirming pass left out": spoiling(
         "BlockDeclared",
@@ -1145,12 +1148,12 @@ SPOILS: dict[str, Spoil] = {
     "RoundScored/a wrong pip count": spoiling(
         "RoundScored",
         RoundFacts,
-        lambda f, _: r(f, hands=(r(f.hands[0], pips=f.hands[0].pips + 1), *f.hands[1:])),
+        lambda f, _: first_bumped(f, "hands", "pips"),
     ),
     "RoundScored/a wrong T": spoiling(
         "RoundScored",
         RoundFacts,
-        lambda f, _: r(f, sides=(r(f.sides[0], pips=f.sides[0].pips + 1), *f.sides[1:])),
+        lambda f, _: first_bumped(f, "sides", "pips"),
     ),
     "RoundScored/a wrong U": spoiling(
         "RoundScored", RoundFacts, lambda f, _: None if not f.shares else r(f, others=f.others + 1)
@@ -1158,11 +1161,7 @@ SPOILS: dict[str, Spoil] = {
     "RoundScored/a wrong base": spoiling(
         "RoundScored",
         RoundFacts,
-        lambda f, _: (
-            None
-            if not f.shares
-            else r(f, shares=(r(f.shares[0], base=f.shares[0].base + 1), *f.shares[1:]))
-        ),
+        lambda f, _: first_bumped(f, "shares", "base"),
     ),
     "RoundScored/a wrong share": spoiling(
         "RoundScored",
