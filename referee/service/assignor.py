@@ -120,15 +120,9 @@ def deal(partitions: list[int], claims: Mapping[str, Iterable[int]]) -> dict[str
     # those keeping the most get the larger shares: fewer partitions move
     ranked = sorted(members, key=lambda m: (-len(kept[m]), m))
     quota = {member_id: low + (1 if rank < extra else 0) for rank, member_id in enumerate(ranked)}
-    dealt: dict[str, list[int]] = {}
-    free: list[int] = []
-    for member_id in members:
-        keep = kept[member_id][: quota[member_id]]
-        dealt[member_id] = keep
-        free.extend(kept[member_id][quota[member_id] :])
+    dealt = {member_id: kept[member_id][: quota[member_id]] for member_id in members}
     taken = {p for share in dealt.values() for p in share}
-    free = sorted(set(free) | {p for p in partitions if p not in taken})
-    for partition in free:
+    for partition in sorted(p for p in partitions if p not in taken):
         short = min(members, key=lambda m: (len(dealt[m]) - quota[m], m))
         dealt[short].append(partition)
     return {member_id: sorted(share) for member_id, share in dealt.items()}
