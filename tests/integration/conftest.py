@@ -20,6 +20,8 @@ import pytest
 from pyarrow import fs as pafs
 from sqlalchemy.engine import make_url
 
+from tests.releases import Builds
+
 
 def _require(var: str) -> str:
     value = os.environ.get(var)
@@ -63,6 +65,13 @@ async def drop_database(admin: str, url: str) -> None:
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await conn.close()
+
+
+@pytest.fixture(scope="session")
+def earlier_release(tmp_path_factory: pytest.TempPathFactory) -> Builds:
+    """``earlier_release(commit)``: the tree of an earlier release with its own locked
+    environment (tests/releases.py), built once a session whichever test asks first."""
+    return Builds(tmp_path_factory.mktemp)
 
 
 @pytest.fixture

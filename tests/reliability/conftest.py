@@ -17,13 +17,14 @@ import pytest
 
 from tests.integration.conftest import (
     admin_url,
+    earlier_release,
     empty_database,
     migrated_database,
 )
 from tests.integration.kafka.conftest import Stack, bootstrap, close_stack, open_stack
 from tools.testkit.kafkatools import probe_group
 
-__all__ = ["admin_url", "bootstrap", "empty_database", "migrated_database"]
+__all__ = ["admin_url", "bootstrap", "earlier_release", "empty_database", "migrated_database"]
 
 MakeStack = Callable[..., Any]
 """``await make_stack(partitions=4, migrated=True)``: an isolated stack (database and

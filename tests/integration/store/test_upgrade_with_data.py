@@ -1,14 +1,19 @@
-"""Upgrades with data: a store written by an earlier release, at its schema revision, is
-migrated by this release and then audits cleanly, and refereeing resumes from the stored
-positions with nothing lost or judged twice.
+"""Upgrades with data: a store written by an earlier release, at each earlier schema revision,
+is migrated by this release to its newest revision, then audits cleanly, and refereeing
+resumes from the stored positions with nothing lost or judged twice.
 
-Each earlier release is built by the test from its commit, in a virtual environment of its
-own (as tests/reliability/test_upgrade.py builds release 0.1.0), and writes the first half of
-a log into an empty database exactly as that code did (`referee replay LOG --database`,
-which migrates to its own newest revision). This release then runs `referee migrate`,
-`referee audit`, and `referee replay` of the whole log into the same store: the log's stored
+For every schema revision before this release's newest, the last commit at that revision
+(tests/releases.py) is built by the test from its commit, in a virtual environment of its own
+(one build a session, shared with tests/reliability/test_upgrade.py), and writes the first half
+of a log into an empty database exactly as that code did: ``referee replay LOG --database``,
+which migrates to its own newest revision (every one of those commits has it, so no revision
+needs another way to write). This release then runs ``referee migrate`` (the store must end at
+the head that this release's migration scripts compute, whatever that head is), ``referee
+audit``, and ``referee replay`` of the whole log into the same store: the log's stored
 positions say where the earlier release stopped, and only the rest is judged. The store's
-verdicts must then be the in-memory replay's, each once.
+verdicts and dead letters must then be the in-memory replay's, each once, and the audit must
+pass again. The live service resuming from the stored positions (``serve``) is
+tests/reliability/test_upgrade.py.
 """
 
 from __future__ import annotations
@@ -18,44 +23,29 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
+from collections import Counter
+from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from referee.store.database import known_revisions, newest_revision
 from tests.integration.conftest import fetch
+from tests.integration.kafka.checks import assert_same_verdicts
+from tests.releases import BY_SCHEMA, EARLIER, ROOT, Builds, newest_schema, python_of, version_of
 
-pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[3]
-
-RELEASES = {
-    # the last commit at schema revision 0002: edition 1's referee (the issue's "edition-1
-    # store written at revision 0002"); the rows of 0003's widened columns are written here
-    "0002": ("8eef4f5898b45f2070151ec1457af1ddd81b289b", ("--rules", "edition1")),
-    # release 0.1.0, at 0007 (the state as text), before the outbox per partition (0008)
-    "0007": ("d45172308a390cd4adf94af2e8eeac77eab1b903", ("--bad-rate", "0.01")),
-}
-
-
-def build(commit: str, tree: Path) -> Path:
-    """The tree of ``commit`` with its locked environment in its own ``.venv``."""
-    tree.mkdir(parents=True, exist_ok=True)
-    archive = tree / "source.tar"
-    with archive.open("wb") as out:
-        subprocess.run(
-            ["git", "-C", str(ROOT), "archive", "--format=tar", commit], check=True, stdout=out
-        )
-    with tarfile.open(archive) as tar:
-        tar.extractall(tree, filter="data")
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
-    }
-    subprocess.run(["uv", "sync", "--frozen", "--quiet", "--no-dev"], cwd=tree, env=env, check=True)
-    return tree
+GAMES = ("--games", "60", "--seed", "11", "--concurrency", "20")
+"""A small log (about 5,000 lines): every earlier release referees half of it."""
+DIRTY = ("--bad-rate", "0.01", "--duplicate-rate", "0.01")
+"""Bad lines (dead letters) and re-sent events (duplicates) in every log."""
+UNPINNED = "0009"
+"""The first schema revision that records the rules revision and the referee version that
+started each game (game_revisions): before it, a game has no row there."""
 
 
 def run(python: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``python -m referee ARGS`` with no ``REFEREE_*`` setting of the test's environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REFEREE_")}
     env.pop("PYTHONPATH", None)
     return subprocess.run(
@@ -68,66 +58,157 @@ def run(python: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProces
     )
 
 
-@pytest.mark.parametrize("schema", sorted(RELEASES))
-async def test_a_store_of_an_earlier_release_upgrades_audits_and_resumes(
-    schema: str, empty_database: str, tmp_path: Path
-) -> None:
-    commit, extra = RELEASES[schema]
-    tree = await asyncio.to_thread(build, commit, tmp_path / "release")
-    old = str(tree / ".venv" / "bin" / "python")
-    url = empty_database
+def audit(url: str) -> dict[str, Any]:
+    """This release's ``referee audit --json`` of the store; asserts it passed."""
+    done = run(sys.executable, "audit", "--json", "--database", url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    assert report["passed"] is True
+    assert report["differences"] == []
+    return report
 
-    games = ("--games", "150", "--seed", "11", "--concurrency", "30")
-    made = run(sys.executable, "simulate", *games, *extra, cwd=tmp_path)
-    assert made.returncode == 0, made.stderr
-    lines = made.stdout.splitlines(keepends=True)
+
+_LOGS: dict[tuple[str, ...], list[str]] = {}
+
+
+def simulated(directory: Path, flags: tuple[str, ...]) -> list[str]:
+    """The lines of this release's ``referee simulate`` (cached for the session)."""
+    if flags not in _LOGS:
+        made = run(sys.executable, "simulate", *GAMES, *DIRTY, *flags, cwd=directory)
+        assert made.returncode == 0, made.stderr
+        _LOGS[flags] = made.stdout.splitlines(keepends=True)
+    return _LOGS[flags]
+
+
+async def games_started(url: str, where: str, *args: object) -> set[str]:
+    """The games whose GameStarted took place in the journal rows ``where`` says."""
+    rows = await fetch(
+        url,
+        "SELECT game_id FROM journal WHERE event_type = 'GameStarted' AND took_place AND " + where,
+        *args,
+    )
+    return {r["game_id"] for r in rows}
+
+
+def git(*args: str) -> list[str]:
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_every_earlier_schema_revision_has_its_release() -> None:
+    """Each revision but the newest has its release here, at that revision, and the commit
+    named is the last at it (the parent of the commit that added the next migration): a
+    new migration fails this until the last commit before it is added to tests/releases.py."""
+    newest = newest_schema()
+    assert newest == newest_revision()
+    revisions = sorted(known_revisions())
+    assert [r.schema for r in EARLIER] == revisions[:-1]
+    for release, following in zip(EARLIER, revisions[1:], strict=True):
+        files = git("ls-tree", "--name-only", release.commit, "migrations/versions/")
+        heads = sorted(Path(name).name[:4] for name in files if name.endswith(".py"))
+        assert heads[-1] == release.schema, release
+        if release.last:
+            (added,) = (ROOT / "migrations" / "versions").glob(f"{following}_*.py")
+            parents = git(
+                "log", "--diff-filter=A", "--format=%P", "--", f"migrations/versions/{added.name}"
+            )
+            assert release.commit in parents, f"{following} was not added on {release.commit}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("schema", sorted(BY_SCHEMA))
+async def test_a_store_of_an_earlier_release_upgrades_audits_and_resumes(
+    schema: str, empty_database: str, earlier_release: Builds, tmp_path: Path
+) -> None:
+    release = BY_SCHEMA[schema]
+    tree = await asyncio.to_thread(earlier_release, release.commit)
+    old = python_of(tree)
+    url = empty_database
+    newest = newest_schema()
+    assert newest > schema
+
+    lines = simulated(tmp_path, release.simulate)
+    half = len(lines) // 2
     log = tmp_path / "games.jsonl"
-    log.write_text("".join(lines[: len(lines) // 2]))
+    log.write_text("".join(lines[:half]))
 
     # given a store written by the earlier release, at its schema revision
     done = await asyncio.to_thread(
         run, old, "replay", str(log), "--database", url, "--output", "/dev/null", cwd=tree
     )
     assert done.returncode == 0, done.stderr
-    version = await fetch(url, "SELECT version_num FROM alembic_version")
-    assert [r["version_num"] for r in version] == [schema]
-    before = await fetch(url, "SELECT count(*) AS n FROM journal")
-    assert before[0]["n"] == len(lines) // 2
+    at = await fetch(url, "SELECT version_num FROM alembic_version")
+    assert [r["version_num"] for r in at] == [schema]
+    before = await fetch(url, "SELECT count(*) AS n, max(id) AS last FROM journal")
+    assert before[0]["n"] == half
+    last_old = before[0]["last"]
+    first = await games_started(url, "id <= $1", last_old)
+    assert first
+    old_verdicts = (await fetch(url, "SELECT count(*) AS n FROM verdicts"))[0]["n"]
+    old_dead = (await fetch(url, "SELECT count(*) AS n FROM dead_letters"))[0]["n"]
+    assert old_verdicts > 0, "the earlier release wrote verdicts"
+    assert old_dead > 0, "the earlier release wrote dead letters"
 
-    # when this release migrates it and audits it
+    # when this release migrates it to its newest revision
     migrated = await asyncio.to_thread(run, sys.executable, "migrate", "--database", url)
     assert migrated.returncode == 0, migrated.stderr
-    audited = await asyncio.to_thread(run, sys.executable, "audit", "--database", url)
-    assert audited.returncode == 0, audited.stdout + audited.stderr
-    assert "audit passed" in audited.stdout
-    assert "games by rules revision: revision 1: " in audited.stdout
-    assert "before 0.2.0: " in audited.stdout
+    at = await fetch(url, "SELECT version_num FROM alembic_version")
+    assert [r["version_num"] for r in at] == [newest]
 
-    # and referees the whole log into it: it resumes where the earlier release stopped
+    # then it audits cleanly, every game under the revision and referee that started it
+    report = await asyncio.to_thread(audit, url)
+    assert report["schema_revision"] == newest
+    assert report["journal_rows"] == half
+    assert report["verdicts_stored"] == report["verdicts_derived"] == old_verdicts
+    assert report["dead_letters_stored"] == report["dead_letters_derived"] == old_dead
+    assert set(report["rules_revisions"]) == {"1"}
+    assert sum(report["started_by"].values()) == len(first)
+    assert set(report["started_by"]) == {"before 0.2.0" if schema < UNPINNED else version_of(tree)}
+
+    # and it referees the whole log into it: it resumes where the earlier release stopped
     log.write_text("".join(lines))
     resumed = await asyncio.to_thread(
         run, sys.executable, "replay", str(log), "--database", url, "--output", "/dev/null"
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert f"resumed: {len(lines) // 2} lines were already in the store" in resumed.stderr
-    journal = await fetch(url, "SELECT count(*) AS n FROM journal")
-    assert journal[0]["n"] == len(lines)  # nothing judged twice, nothing skipped
-    audited = await asyncio.to_thread(run, sys.executable, "audit", "--database", url)
-    assert audited.returncode == 0, audited.stdout + audited.stderr
+    assert f"resumed: {half} lines were already in the store" in resumed.stderr
+    journal = await fetch(
+        url,
+        "SELECT count(*) AS n, count(DISTINCT (source_topic, source_offset)) AS d FROM journal",
+    )
+    assert journal[0]["n"] == journal[0]["d"] == len(lines)  # nothing twice, nothing skipped
+    report = await asyncio.to_thread(audit, url)
+    assert report["journal_rows"] == len(lines)
 
-    # then the store holds exactly the verdicts of the whole log, each once
-    memory = tmp_path / "memory.jsonl"
-    replayed = run(sys.executable, "replay", str(log), "--output", str(memory))
+    # then the store holds exactly the verdicts and dead letters of the whole log, each once
+    memory, rejected = tmp_path / "memory.jsonl", tmp_path / "rejected.jsonl"
+    replayed = await asyncio.to_thread(
+        run,
+        sys.executable,
+        "replay",
+        str(log),
+        "--output",
+        str(memory),
+        "--rejected",
+        str(rejected),
+    )
     assert replayed.returncode == 0, replayed.stderr
     stored = await fetch(url, "SELECT body FROM verdicts ORDER BY position")
-    assert sorted(r["body"] for r in stored) == sorted(memory.read_text().splitlines())
-    # games started after the upgrade are pinned; the earlier release's are not (revision 1)
-    later = {
-        json.loads(line)["game_id"]
-        for line in lines[len(lines) // 2 :]
-        if '"GameStarted"' in line and '"seq":1,' in line
-    }
-    pinned = await fetch(url, "SELECT game_id, rules_revision FROM game_revisions")
+    assert_same_verdicts([r["body"] for r in stored], memory.read_text().splitlines(), "stored")
+    dead = await fetch(url, "SELECT body FROM dead_letters")
+    assert Counter(r["body"] for r in dead) == Counter(rejected.read_text().splitlines())
+    # games started after the upgrade are pinned by this release; the earlier release's
+    # games are pinned by it from 0009 on, and have no row before
+    later = await games_started(url, "id > $1", last_old)
     assert later
-    assert {r["game_id"] for r in pinned} == later
-    assert {r["rules_revision"] for r in pinned} == {1}
+    pinned = {
+        r["game_id"]: (r["rules_revision"], r["referee_version"])
+        for r in await fetch(url, "SELECT * FROM game_revisions")
+    }
+    expected = {game: (1, version("referee")) for game in later}
+    if schema >= UNPINNED:
+        expected |= {game: (1, version_of(tree)) for game in first}
+    assert pinned == expected
