@@ -6,9 +6,9 @@ golden logs of ``tests/golden/`` and a simulated log of every family (``referee 
 with a fixed seed; the default mix, each layout, teams, each scoring during play, penalty
 scoring and edition 1's rules), replayed under each revision. The simulated logs are
 committed (``tests/corpus/logs/``, xz), not made again at each run: the simulator plays by
-the judge and may change, and a revision's corpus must stay the same bytes for ever. ``revision-N.json`` keeps, per
-log, the SHA-256 of the log (so a change of the simulator is told from a change of the
-rules), of its verdict lines and of its rejection lines, and a short hash of each game's
+the judge and may change, and a revision's corpus must stay the same bytes for ever.
+``revision-N.json`` keeps, per log, the SHA-256 of the log (so an edited log is told from a
+change of the rules), of its verdict lines and of its rejection lines, and a short hash of each game's
 verdicts, so that a difference names the games it touches.
 
     uv run --frozen python -m tests.corpus.corpus freeze N   # a NEW revision's file, once

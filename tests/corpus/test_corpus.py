@@ -90,6 +90,8 @@ def test_an_edited_committed_log_is_told_from_a_changed_rule(
     monkeypatch.setattr(corpus, "simulated_log", edited)
     found = check(1)
     assert found.differences == [
-        "simulated/penalty: the log itself changed (a golden file or a committed log edited: "
-        "a revision's corpus is the same bytes for ever)"
+        (
+            "simulated/penalty: the log itself changed (a golden file or a committed log edited: "
+            "a revision's corpus is the same bytes for ever)"
+        )
     ]

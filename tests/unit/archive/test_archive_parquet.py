@@ -179,7 +179,7 @@ def _earlier_journal_file(rows: list[tuple[object, ...]]) -> bytes:
 def test_an_earlier_journal_archive_reads_with_no_writer() -> None:
     rows = [journal_row(i, at(1))[:15] for i in (1, 2)]
     back = parquet_to_rows("journal", _earlier_journal_file(rows))
-    assert back == [r + (None,) for r in rows]
+    assert back == [(*r, None) for r in rows]
 
 
 def test_a_file_with_a_column_set_no_release_wrote_is_refused() -> None:

@@ -218,7 +218,7 @@ def test_a_journal_segment_archived_by_an_earlier_release_verifies_and_reads(
         entry = write_segment(archive, "journal", segment(0), rows)
         verify_written(archive, entry, rows_digest("journal", rows))
     write_manifest(archive, "run-1", [entry])
-    assert list(iter_rows(archive, "journal")) == [r + (None,) for r in rows]
+    assert list(iter_rows(archive, "journal")) == [(*r, None) for r in rows]
     # the digest is still checked: the same file under another manifest digest is refused
     assert rows_digest("journal", rows, 15) == entry.rows_digest
-    assert rows_digest("journal", [r + (None,) for r in rows]) != entry.rows_digest
+    assert rows_digest("journal", [(*r, None) for r in rows]) != entry.rows_digest
