@@ -8,8 +8,8 @@ scoring and edition 1's rules), replayed under each revision. The simulated logs
 committed (``tests/corpus/logs/``, xz), not made again at each run: the simulator plays by
 the judge and may change, and a revision's corpus must stay the same bytes for ever.
 ``revision-N.json`` keeps, per log, the SHA-256 of the log (so an edited log is told from a
-change of the rules), of its verdict lines and of its rejection lines, and a short hash of each game's
-verdicts, so that a difference names the games it touches.
+change of the rules), of its verdict lines and of its rejection lines, and a short hash of
+each game's verdicts, so that a difference names the games it touches.
 
     uv run --frozen python -m tests.corpus.corpus freeze N   # a NEW revision's file, once
     uv run --frozen python -m tests.corpus.corpus logs       # the simulated logs, once
