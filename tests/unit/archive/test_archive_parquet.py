@@ -164,12 +164,13 @@ def test_a_file_of_another_table_is_not_read_as_this_one() -> None:
         parquet_to_rows("verdicts", data[:-10])
 
 
-def _earlier_journal_file(rows: list[tuple[object, ...]]) -> bytes:
-    """A journal file as release 0.3.0 archived it: 15 columns, no ``referee_version``."""
+def _earlier_journal_file(rows: list[tuple[object, ...]], width: int = 15) -> bytes:
+    """A journal file of its first ``width`` columns: 15 is how release 0.3.0 archived it
+    (no ``referee_version``)."""
     from referee.archive.parquet import arrow_schema
     from referee.archive.tables import earlier
 
-    schema = arrow_schema(earlier(TABLES["journal"], 15))
+    schema = arrow_schema(earlier(TABLES["journal"], width))
     columns = [pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(schema)]
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_arrays(columns, schema=schema), sink)
@@ -184,12 +185,5 @@ def test_an_earlier_journal_archive_reads_with_no_writer() -> None:
 
 def test_a_file_with_a_column_set_no_release_wrote_is_refused() -> None:
     rows = [journal_row(i, at(1))[:14] for i in (1, 2)]  # without max_event_bytes either
-    from referee.archive.parquet import arrow_schema
-    from referee.archive.tables import earlier
-
-    schema = arrow_schema(earlier(TABLES["journal"], 14))
-    columns = [pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(schema)]
-    sink = io.BytesIO()
-    pq.write_table(pa.Table.from_arrays(columns, schema=schema), sink)
     with pytest.raises(VerificationError, match="schema is not journal's"):
-        parquet_to_rows("journal", sink.getvalue())
+        parquet_to_rows("journal", _earlier_journal_file(rows, 14))
