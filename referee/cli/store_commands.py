@@ -361,7 +361,7 @@ async def _print_store(engine: AsyncEngine) -> None:
     views = StoreViews(engine)
     bodies = await views.verdict_bodies()
     print(f"== verdicts ({len(bodies)}) ==")
-    for _, body in bodies:
+    for _, body, _ in bodies:
         print(body)
     print("\n== standings ==")
     print(f"{'game':<18} {'player':<12} {'score':>6} {'fouls':>6}  {'round':>5}  game won by")
