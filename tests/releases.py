@@ -79,7 +79,7 @@ EARLIER: tuple[Release, ...] = (
     Release(
         "0007",
         "d45172308a390cd4adf94af2e8eeac77eab1b903",
-        "release 0.1.0: the state as text, one global relay",
+        "release 0.1.0 (tag v0.1.0): the state as text, one global relay",
     ),
     Release(
         "0008",
@@ -89,14 +89,15 @@ EARLIER: tuple[Release, ...] = (
     Release(
         "0009",
         "612e0c3b541f950cd3facab44869a8b4011e3d4a",
-        "release 0.2.0: games pinned to their rules revision",
+        "0.2.0 after its tag (v0.2.0, 1b2a141, is at 0009 too): games pinned to their rules "
+        "revision",
     ),
     # the release at 0010, rather than the last commit there: 0.4.0's development went on
     # at 0010 (a rolling upgrade from 0.3.0, docs/releases.md) until the next migration
     Release(
         "0010",
         "bccb1eb3f30dbdc1a444cf924135e1c86bd1b359",
-        "release 0.3.0: the time partitions",
+        "release 0.3.0 (tag v0.3.0): the time partitions",
         last=False,
     ),
 )

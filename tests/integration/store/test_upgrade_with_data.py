@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from referee.processing.audit import UNRECORDED_WRITER
 from referee.store.database import known_revisions, newest_revision
 from tests.integration.conftest import fetch
 from tests.integration.kafka.checks import assert_same_verdicts
@@ -147,10 +148,19 @@ async def test_a_store_of_an_earlier_release_upgrades_audits_and_resumes(
     last_old = before[0]["last"]
     first = await games_started(url, "id <= $1", last_old)
     assert first
+    # and what the earlier release rejects in that half, replayed in memory on the same path
+    theirs_file = tmp_path / "theirs.jsonl"
+    done = await asyncio.to_thread(
+        run, old, "replay", str(log), "--output", "/dev/null", "--rejected", str(theirs_file),
+        cwd=tree,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    theirs = theirs_file.read_text().splitlines()
     old_verdicts = (await fetch(url, "SELECT count(*) AS n FROM verdicts"))[0]["n"]
     old_dead = (await fetch(url, "SELECT count(*) AS n FROM dead_letters"))[0]["n"]
     assert old_verdicts > 0, "the earlier release wrote verdicts"
     assert old_dead > 0, "the earlier release wrote dead letters"
+    assert old_dead == len(theirs)
 
     # when this release migrates it to its newest revision
     migrated = await asyncio.to_thread(run, sys.executable, "migrate", "--database", url)
@@ -162,6 +172,7 @@ async def test_a_store_of_an_earlier_release_upgrades_audits_and_resumes(
     report = await asyncio.to_thread(audit, url)
     assert report["schema_revision"] == newest
     assert report["journal_rows"] == half
+    assert report["written_by"] == {UNRECORDED_WRITER: half}
     assert report["verdicts_stored"] == report["verdicts_derived"] == old_verdicts
     assert report["dead_letters_stored"] == report["dead_letters_derived"] == old_dead
     assert set(report["rules_revisions"]) == {"1"}
@@ -182,6 +193,8 @@ async def test_a_store_of_an_earlier_release_upgrades_audits_and_resumes(
     assert journal[0]["n"] == journal[0]["d"] == len(lines)  # nothing twice, nothing skipped
     report = await asyncio.to_thread(audit, url)
     assert report["journal_rows"] == len(lines)
+    # the earlier release's rows are its own, this release wrote only the rest
+    assert report["written_by"] == {UNRECORDED_WRITER: half, version("referee"): len(lines) - half}
 
     # then the store holds exactly the verdicts and dead letters of the whole log, each once
     memory, rejected = tmp_path / "memory.jsonl", tmp_path / "rejected.jsonl"
@@ -198,8 +211,17 @@ async def test_a_store_of_an_earlier_release_upgrades_audits_and_resumes(
     assert replayed.returncode == 0, replayed.stderr
     stored = await fetch(url, "SELECT body FROM verdicts ORDER BY position")
     assert_same_verdicts([r["body"] for r in stored], memory.read_text().splitlines(), "stored")
+    # the dead letters: the earlier release's of the first half, as its own replay of that
+    # half rejects them (0001's referee read a file line without its trailing whitespace,
+    # raw and journal alike, so its audit re-derives what it stored; later ones keep the
+    # line's bytes), and this release's of the rest
     dead = await fetch(url, "SELECT body FROM dead_letters")
-    assert Counter(r["body"] for r in dead) == Counter(rejected.read_text().splitlines())
+    ours = [
+        body
+        for body in rejected.read_text().splitlines()
+        if json.loads(body)["source"]["line"] > half
+    ]
+    assert Counter(r["body"] for r in dead) == Counter(theirs + ours)
     # games started after the upgrade are pinned by this release; the earlier release's
     # games are pinned by it from 0009 on, and have no row before
     later = await games_started(url, "id > $1", last_old)
