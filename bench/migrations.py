@@ -19,8 +19,9 @@ superuser). Three databases are made on it and dropped at the end (``--keep`` ke
    taken to the newest revision one migration at a time.
 
 Each migration runs alone (``alembic upgrade`` to it, as ``referee migrate`` runs them), timed
-while another connection samples, every 20 ms, the locks other sessions hold on the tables
-the service writes (and their partitions). A lock that conflicts with the service's INSERT
+while another connection samples, every 20 ms, the locks other client sessions (the
+migration's) hold on the tables the service writes (and their partitions): a lock held for
+less than that may be missed. A lock that conflicts with the service's INSERT
 (``ROW EXCLUSIVE``: a ``SHARE`` lock or stronger) blocks the service for as long as it is
 held. One JSON line per migration on stdout, then a Markdown table.
 """
@@ -55,7 +56,9 @@ BLOCKING = frozenset({"ShareLock", "ShareRowExclusiveLock", "ExclusiveLock", "Ac
 
 LOCKS = """
 SELECT c.relname, l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+JOIN pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'relation' AND l.granted AND l.pid <> pg_backend_pid()
+  AND a.backend_type = 'client backend'  -- not autovacuum's SHARE UPDATE EXCLUSIVE
   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND c.relkind IN ('r', 'p')
 """
@@ -92,26 +95,27 @@ FILL = {
     "journal": """
 INSERT INTO journal (source_topic, source_partition, source_offset, game_id, seq, event_id,
     event_type, outcome, reason, took_place, fingerprint, raw)
-SELECT 'file:bench', t.source_partition, c * 100000000 + t.source_offset, t.game_id || '~' || c,
-    t.seq, t.event_id, t.event_type, t.outcome, t.reason, t.took_place, t.fingerprint, t.raw
+SELECT 'file:bench', t.source_partition, c::bigint * 100000000 + t.source_offset,
+    t.game_id || '~' || c, t.seq, t.event_id, t.event_type, t.outcome, t.reason,
+    t.took_place, t.fingerprint, t.raw
 FROM generate_series(0, $2) AS c, tpl_journal t ORDER BY c, t.ord LIMIT $1""",
     "game_versions": """
 INSERT INTO game_versions (game_id, version, state, journal_id)
-SELECT t.game_id || '~' || c, t.version, t.state::jsonb, c * 100000000 + t.journal_id
+SELECT t.game_id || '~' || c, t.version, t.state::jsonb, c::bigint * 100000000 + t.journal_id
 FROM generate_series(0, $2) AS c, tpl_game_versions t ORDER BY c, t.ord LIMIT $1""",
     "verdicts": """
 INSERT INTO verdicts (verdict_id, game_id, type, cause_seq, journal_id, body)
 SELECT t.verdict_id || '~' || c, t.game_id || '~' || c, t.type, t.cause_seq,
-    c * 100000000 + t.journal_id, t.body
+    c::bigint * 100000000 + t.journal_id, t.body
 FROM generate_series(0, $2) AS c, tpl_verdicts t ORDER BY c, t.ord LIMIT $1""",
     "dead_letters": """
 INSERT INTO dead_letters (journal_id, key, reason, body)
-SELECT c * 100000000 + t.journal_id, t.key, t.reason, t.body
+SELECT c::bigint * 100000000 + t.journal_id, t.key, t.reason, t.body
 FROM generate_series(0, $2) AS c, tpl_dead_letters t ORDER BY c, t.ord LIMIT $1""",
     "consumer_positions": """
 INSERT INTO consumer_positions (group_id, topic, partition, "offset", journal_id)
-SELECT t.group_id, t.topic, t.partition, c * 100000000 + t."offset",
-    c * 100000000 + t.journal_id
+SELECT t.group_id, t.topic, t.partition, c::bigint * 100000000 + t."offset",
+    c::bigint * 100000000 + t.journal_id
 FROM generate_series(0, $2) AS c, tpl_consumer_positions t ORDER BY c, t.ord LIMIT $1""",
 }
 
