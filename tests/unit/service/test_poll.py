@@ -49,7 +49,7 @@ class Buffered:
 
 
 def poll(consumer: Buffered, max_records: int) -> tuple[Any, ...]:
-    return asyncio.run(batch_poll(50, max_records)(consumer))  # type: ignore[arg-type]
+    return asyncio.run(batch_poll(50, max_records)(consumer))
 
 
 def test_a_backlog_at_the_front_fills_half_a_batch_and_the_others_get_in() -> None:
