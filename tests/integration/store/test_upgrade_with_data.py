@@ -81,6 +81,24 @@ def simulated(directory: Path, flags: tuple[str, ...]) -> list[str]:
     return _LOGS[flags]
 
 
+async def earlier_rows(url: str, last: int) -> dict[str, list[tuple[object, ...]]]:
+    """What the earlier release wrote (journal rows up to ``last``), in the columns every
+    revision has: the records, their outcomes and places, the verdicts and dead letters."""
+    queries = {
+        "journal": "SELECT id, source_topic, source_offset, game_id, seq, event_id, outcome, "
+        "reason, took_place, fingerprint, raw FROM journal WHERE id <= $1 ORDER BY id",
+        "verdicts": "SELECT position, verdict_id, journal_id, body FROM verdicts "
+        "WHERE journal_id <= $1 ORDER BY position",
+        "dead_letters": "SELECT position, journal_id, reason, body FROM dead_letters "
+        "WHERE journal_id <= $1 ORDER BY position",
+        "game_versions": "SELECT game_id, version, state::text AS state, journal_id "
+        "FROM game_versions WHERE journal_id <= $1 ORDER BY game_id, version",
+    }
+    return {
+        table: [tuple(r) for r in await fetch(url, query, last)] for table, query in queries.items()
+    }
+
+
 async def games_started(url: str, where: str, *args: object) -> set[str]:
     """The games whose GameStarted took place in the journal rows ``where`` says."""
     rows = await fetch(
@@ -161,6 +179,7 @@ async def test_a_store_of_an_earlier_release_upgrades_audits_and_resumes(
     assert old_verdicts > 0, "the earlier release wrote verdicts"
     assert old_dead > 0, "the earlier release wrote dead letters"
     assert old_dead == len(theirs)
+    written = await earlier_rows(url, last_old)
 
     # when this release migrates it to its newest revision
     migrated = await asyncio.to_thread(run, sys.executable, "migrate", "--database", url)
@@ -191,6 +210,8 @@ async def test_a_store_of_an_earlier_release_upgrades_audits_and_resumes(
         "SELECT count(*) AS n, count(DISTINCT (source_topic, source_offset)) AS d FROM journal",
     )
     assert journal[0]["n"] == journal[0]["d"] == len(lines)  # nothing twice, nothing skipped
+    # and what the earlier release wrote is there as it wrote it, byte for byte
+    assert await earlier_rows(url, last_old) == written
     report = await asyncio.to_thread(audit, url)
     assert report["journal_rows"] == len(lines)
     # the earlier release's rows are its own, this release wrote only the rest
