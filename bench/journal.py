@@ -46,4 +46,5 @@ def ceiling_row(
         fingerprint=b"",
         raw=raw,
         max_event_bytes=None,
+        referee_version=None,
     )

@@ -18,7 +18,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
-from referee.archive.tables import Kind, Row, check_row, table
+from referee.archive.tables import Kind, Row, check_row, earlier, table
 
 FORMAT = b"referee-archive-rows/1"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -70,8 +70,9 @@ def micros(value: datetime) -> int:
 class RowsDigest:
     """An incremental rows digest: feed rows as a cursor gives them, then ``hexdigest()``."""
 
-    def __init__(self, table_name: str) -> None:
-        self._table = table(table_name)
+    def __init__(self, table_name: str, width: int | None = None) -> None:
+        found = table(table_name)
+        self._table = found if width is None else earlier(found, width)
         self._hash = hashlib.sha256(FORMAT + b"\0" + self._table.name.encode() + b"\0")
         self.count = 0
         """How many rows were fed."""
@@ -97,8 +98,9 @@ class RowsDigest:
         return self._hash.hexdigest()
 
 
-def rows_digest(table_name: str, rows: Iterable[Row]) -> str:
-    """The hex SHA-256 rows digest of ``rows`` (in the order given) of table ``table_name``."""
-    digest = RowsDigest(table_name)
+def rows_digest(table_name: str, rows: Iterable[Row], width: int | None = None) -> str:
+    """The hex SHA-256 rows digest of ``rows`` (in the order given) of table ``table_name``
+    (of its first ``width`` columns: an earlier archive's, ``tables.EARLIER_WIDTHS``)."""
+    digest = RowsDigest(table_name, width)
     digest.update_all(rows)
     return digest.hexdigest()

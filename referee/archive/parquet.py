@@ -16,7 +16,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from referee.archive.errors import VerificationError
-from referee.archive.tables import TABLES, Kind, Row, Table, check_row, table
+from referee.archive.tables import (
+    EARLIER_WIDTHS,
+    TABLES,
+    Kind,
+    Row,
+    Table,
+    check_row,
+    earlier,
+    table,
+)
 
 ARROW_TYPES: Final = {
     Kind.INT4: pa.int32(),
@@ -86,19 +95,41 @@ def _column_values(column: pa.ChunkedArray, kind: Kind) -> list[object]:
 
 
 def parquet_to_rows(table_name: str, data: bytes) -> list[Row]:
-    """The rows of a Parquet file written by ``rows_to_parquet`` for ``table_name``, in order.
+    """The rows of a Parquet file written by ``rows_to_parquet`` for ``table_name``, in order,
+    each of the table's columns (an earlier archive's missing last columns read as NULL).
 
     ``VerificationError`` when the bytes are not Parquet or their schema is not the table's.
+    """
+    width, rows = read_parquet(table_name, data)
+    return padded(table_name, width, rows)
+
+
+def padded(table_name: str, width: int, rows: list[Row]) -> list[Row]:
+    """Rows of ``width`` columns (an earlier archive's) with NULL for the columns after."""
+    missing = len(table(table_name).columns) - width
+    return rows if not missing else [row + (None,) * missing for row in rows]
+
+
+def read_parquet(table_name: str, data: bytes) -> tuple[int, list[Row]]:
+    """The column count of a Parquet file of ``table_name`` and its rows as written: the
+    table's columns, or the first of them an earlier release archived (``EARLIER_WIDTHS``).
+
+    ``VerificationError`` when the bytes are not Parquet or their schema is neither.
     """
     t = table(table_name)
     try:
         arrow_table = pq.read_table(io.BytesIO(data))
     except (pa.ArrowException, OSError) as error:
         raise VerificationError(f"not a readable Parquet file of {t.name}: {error}") from error
-    expected = SCHEMAS[t.name]
-    if not arrow_table.schema.remove_metadata().equals(expected):
-        raise VerificationError(
-            f"the file's schema is not {t.name}'s: {arrow_table.schema.remove_metadata()}"
-        )
-    columns = [_column_values(arrow_table.column(i), c.kind) for i, c in enumerate(t.columns)]
-    return list(zip(*columns, strict=True)) if columns and arrow_table.num_rows else []
+    found = arrow_table.schema.remove_metadata()
+    for width in (len(t.columns), *EARLIER_WIDTHS.get(t.name, ())):
+        if found.equals(
+            SCHEMAS[t.name] if width == len(t.columns) else arrow_schema(earlier(t, width))
+        ):
+            break
+    else:
+        raise VerificationError(f"the file's schema is not {t.name}'s: {found}")
+    columns = [
+        _column_values(arrow_table.column(i), c.kind) for i, c in enumerate(t.columns[:width])
+    ]
+    return width, list(zip(*columns, strict=True)) if columns and arrow_table.num_rows else []

@@ -8,7 +8,7 @@ tuple): ``int`` for int4/int8, ``str`` for text, ``bytes`` for bytea, ``bool`` f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
 from typing import Final
@@ -86,6 +86,7 @@ JOURNAL = Table(
         _c("raw", B),
         _c("recorded_at", TS),
         _n("max_event_bytes", I8),
+        _n("referee_version", T),
     ),
     journal_id="id",
     order=("id",),
@@ -156,6 +157,17 @@ TABLES: Final[dict[str, Table]] = {
     t.name: t for t in (JOURNAL, GAME_VERSIONS, VERDICTS, DEAD_LETTERS, CONSUMER_POSITIONS)
 }
 """The archived tables by name."""
+
+EARLIER_WIDTHS: Final[dict[str, tuple[int, ...]]] = {"journal": (15,)}
+"""The column counts of each table's earlier archives, which this release still reads: the
+journal had 15 columns up to release 0.3.0 (migration 0011 added ``referee_version``). A
+column added later is always nullable and last, and reads as NULL from an earlier file."""
+
+
+def earlier(t: Table, width: int) -> Table:
+    """The table as its archives of ``width`` columns have it (its first ``width``)."""
+    return replace(t, columns=t.columns[:width])
+
 
 TIME_COLUMN: Final = "recorded_at"
 """The column every archived table is partitioned by."""
@@ -236,15 +248,17 @@ def check_value(table: Table, column: Column, value: object, row_number: int) ->
         raise ArchiveRowError(f"{table.name} row {row_number}, column {column.name}: {why}")
 
 
-_CHECKS: dict[str, tuple[tuple[Column, Callable[[object], str | None]], ...]] = {}
+_CHECKS: dict[tuple[str, int], tuple[tuple[Column, Callable[[object], str | None]], ...]] = {}
 
 
 def _checks(table: Table) -> tuple[tuple[Column, Callable[[object], str | None]], ...]:
     """Each column of ``table`` with the check of its kind (looked up once per table: a row's
-    values are checked without hashing an enum per value)."""
-    found = _CHECKS.get(table.name)
+    values are checked without hashing an enum per value); by name and width, an earlier
+    archive's columns being the first of its table's."""
+    key = (table.name, len(table.columns))
+    found = _CHECKS.get(key)
     if found is None:
-        found = _CHECKS[table.name] = tuple((c, _PROBLEMS[c.kind]) for c in table.columns)
+        found = _CHECKS[key] = tuple((c, _PROBLEMS[c.kind]) for c in table.columns)
     return found
 
 

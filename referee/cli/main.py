@@ -209,6 +209,12 @@ def _parser() -> argparse.ArgumentParser:
 
     migrate = command("migrate", "upgrade the database schema to the newest")
     _database_flags(migrate)
+    migrate.add_argument(
+        "--down-to",
+        metavar="REVISION",
+        help="downgrade the schema to this earlier revision instead, for a rollback to the "
+        "release at it (docs/releases.md, 'Rolling back': what each downgrade loses)",
+    )
     migrate.set_defaults(handler=_migrate)
 
     audit = command("audit", "re-derive every stored verdict from the journal")

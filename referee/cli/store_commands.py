@@ -42,6 +42,7 @@ from referee.store.database import (
     parse_database_url,
     schema_revision,
 )
+from referee.store.database import downgrade as run_downgrade
 from referee.store.database import migrate as run_migrations
 from referee.store.errors import describe_failure, is_outage, sqlstate
 
@@ -185,11 +186,37 @@ def _migrate_to_newest(db: Database, settings: Settings) -> None:
 
 
 def migrate(args: argparse.Namespace) -> int:
-    """``referee migrate``: Alembic upgrade to head."""
+    """``referee migrate``: Alembic upgrade to head (``--down-to REVISION``: downgrade)."""
     settings = settings_or_exit()
     db = choose_database(args.database, embedded=args.embedded, settings=settings)
+    if args.down_to is not None:
+        return _migrate_down(db, settings, args.down_to)
     _migrate_to_newest(db, settings)
     print(f"{db.shown}: the schema is at the newest revision, {newest_revision()}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _migrate_down(db: Database, settings: Settings, target: str) -> int:
+    """Downgrades the schema to ``target``, an earlier revision this referee knows (a usage
+    error, exit 2, for one it does not know or that is not below the store's)."""
+    if target not in known_revisions():
+        known = ", ".join(sorted(known_revisions()))
+        raise UsageError(f"no schema revision {target!r} (this referee knows {known})")
+    found: list[str | None] = []
+
+    async def check(engine: AsyncEngine) -> None:
+        await _refuse_newer(engine, db)
+        found.append(await schema_revision(engine))
+
+    _probe(db, settings, check)
+    current = found[0]
+    if current is None or current <= target:
+        raise UsageError(
+            f"{db.shown} is at schema revision {current}, not above {target}: nothing to downgrade"
+        )
+    with reaching(db):
+        run_downgrade(db.url, target)
+    print(f"{db.shown}: the schema is at revision {target} (was {current})", file=sys.stderr)
     return EXIT_OK
 
 
@@ -361,7 +388,7 @@ async def _print_store(engine: AsyncEngine) -> None:
     views = StoreViews(engine)
     bodies = await views.verdict_bodies()
     print(f"== verdicts ({len(bodies)}) ==")
-    for _, body in bodies:
+    for _, body, _ in bodies:
         print(body)
     print("\n== standings ==")
     print(f"{'game':<18} {'player':<12} {'score':>6} {'fouls':>6}  {'round':>5}  game won by")

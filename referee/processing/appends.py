@@ -32,9 +32,9 @@ _APPLIED = Outcome.APPLIED
 
 @cache
 def referee_version() -> str:
-    """The installed referee's version, recorded with each game it starts (``unknown`` from
-    a bare source tree). Looked up once, when the first game starts: importlib.metadata costs
-    start-up time every other command would pay."""
+    """The installed referee's version, recorded with each journal row it writes and each
+    game it starts (``unknown`` from a bare source tree). Looked up once, when the first rows
+    are built: importlib.metadata costs start-up time every other command would pay."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -75,6 +75,7 @@ async def build_rows(
     journal = rows.journal.append
     next_verdict = iter(verdict_positions).__next__
     next_dead = iter(dead_letter_positions).__next__
+    writer = referee_version()
     for journal_id, (record, p) in zip(journal_ids, processed, strict=True):
         rejection = p.rejection
         content = p.content
@@ -102,6 +103,7 @@ async def build_rows(
                 fp,
                 record.raw,
                 max_event_bytes,
+                writer,
             )
         )
         if took_place and game_id is not None and p.seq is not None:
@@ -109,7 +111,7 @@ async def build_rows(
             if p.seq == 1 and p.outcome is _APPLIED and p.event_type == "GameStarted":
                 ledger = games[game_id]  # the game started here: its pinned revision
                 rows.revisions.append(
-                    GameRevisionRow(game_id, ledger.rules_revision, referee_version(), journal_id)
+                    GameRevisionRow(game_id, ledger.rules_revision, writer, journal_id)
                 )
         for v in p.verdicts:
             rows.verdicts.append(

@@ -62,24 +62,26 @@ class ArchivedViews(StoreViews):
             yield pending
             pending = next(archived, None)
 
-    async def verdict_bodies(self) -> list[tuple[str, str]]:
-        """Returns (game id, canonical JSON) of every verdict, archived and live, in outbox
-        order."""
+    async def verdict_bodies(self) -> list[tuple[str, str, int]]:
+        """Returns (game id, canonical JSON, journal row) of every verdict, archived and live,
+        in outbox order."""
         names = TABLES["verdicts"].names
-        position, game, body = (names.index(c) for c in ("position", "game_id", "body"))
+        position, game, body, row = (
+            names.index(c) for c in ("position", "game_id", "body", "journal_id")
+        )
         archived = sorted(
-            (int(r[position]), str(r[game]), str(r[body]))  # type: ignore[call-overload]
+            (int(r[position]), str(r[game]), str(r[body]), int(r[row]))  # type: ignore[call-overload]
             for r in iter_rows(self.archive, "verdicts")
         )
-        seen = {p for p, _, _ in archived}
+        seen = {p for p, _, _, _ in archived}
         if len(seen) != len(archived):
             self.problems.append("a verdict is archived twice")
         live = await self.positioned_verdicts()
-        both = seen & {p for p, _, _ in live}
+        both = seen & {p for p, _, _, _ in live}
         if both:
             self.problems.append(f"{len(both)} verdicts are both archived and live")
         merged = sorted(archived + live)
-        return [(g, b) for _, g, b in merged]
+        return [(g, b, j) for _, g, b, j in merged]
 
     async def dead_letter_bodies(self) -> dict[int, str]:
         """Returns each dead letter's ``EventRejected`` JSON by its journal row, archived and

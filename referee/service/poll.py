@@ -6,6 +6,15 @@ it polls again: a record that arrives during that sleep waits up to ``timeout_ms
 time, at a quiet table). FastStream has no setting for it, so this module replaces the one
 method on the one subscriber (``tests/unit/service/test_poll.py`` holds FastStream's to what
 this replaces, so an upgrade that changes it is seen).
+
+**No partition's backlog holds the others up.** aiokafka hands buffered records out partition
+by partition, in the order their fetches arrived, until ``max_records``: a partition with a
+backlog (one just taken over from a dead instance, thousands of records) at the front fills
+batch after batch while the records of every other partition wait behind it, fresh as they
+are. The poll takes at most half a batch first; when that half comes back full, it fills the
+rest from the partitions that gave nothing yet. A backlog then drains half a batch at a
+time, and every other partition gets into each batch (``tests/unit/service/test_poll.py``;
+on the real broker, ``tests/integration/kafka/test_poll_fairness.py``).
 """
 
 from __future__ import annotations
@@ -23,10 +32,21 @@ Poll = Callable[[AIOKafkaConsumer], Coroutine[Any, Any, Batch]]
 
 def batch_poll(timeout_ms: int, max_records: int) -> Poll:
     """Returns a poll that gives the empty batch back at once: the consume loop polls again,
-    checking in between whether it is stopping; the wait for idle records is ``getmany``'s."""
+    checking in between whether it is stopping; the wait for idle records is ``getmany``'s.
+    A batch holds at most ``max_records``, of which one partition's backlog fills half at
+    most while another partition has records buffered."""
+    first_share = max(1, max_records // 2)
 
     async def get_msg(consumer: AIOKafkaConsumer) -> Batch:
-        got = await consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        got = await consumer.getmany(timeout_ms=timeout_ms, max_records=first_share)
+        taken = sum(len(records) for records in got.values())
+        if taken == first_share and taken < max_records:
+            others = consumer.assignment() - got.keys()
+            if others:
+                more = await consumer.getmany(
+                    *sorted(others), timeout_ms=0, max_records=max_records - taken
+                )
+                got = {**got, **more}
         return tuple(chain.from_iterable(got.values()))
 
     return get_msg

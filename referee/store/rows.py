@@ -30,6 +30,8 @@ class JournalRow(NamedTuple):
     raw: bytes
     max_event_bytes: int | None
     """The size limit the record was judged under."""
+    referee_version: str | None
+    """The referee release that wrote the row (None: before migration 0011)."""
 
 
 class GameVersionRow(NamedTuple):

@@ -107,6 +107,11 @@ journal = Table(
         BigInteger,
         comment="the size limit the record was judged under (NULL: before revision 0003)",
     ),
+    Column(
+        "referee_version",
+        Text,
+        comment="the referee release that wrote the row (NULL: before migration 0011)",
+    ),
     postgresql_partition_by="RANGE (recorded_at)",
     comment="Every input record received, in arrival order, with its outcome.",
 )

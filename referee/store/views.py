@@ -27,6 +27,8 @@ class JournalEntry(NamedTuple):
     outcome: str
     reason: str | None
     max_event_bytes: int | None
+    referee_version: str | None
+    """The release that wrote the row (None: not recorded, before migration 0011)."""
 
 
 class Standing(NamedTuple):
@@ -59,26 +61,32 @@ class StoreViews:
                     journal.c.outcome,
                     journal.c.reason,
                     journal.c.max_event_bytes,
+                    journal.c.referee_version,
                 ).order_by(journal.c.id)
             )
             async for row in rows:
                 yield JournalEntry(*row)
 
-    async def verdict_bodies(self) -> list[tuple[str, str]]:
-        """Returns (game id, canonical JSON) of every verdict, in outbox order."""
+    async def verdict_bodies(self) -> list[tuple[str, str, int]]:
+        """Returns (game id, canonical JSON, journal row) of every verdict, in outbox order."""
         async with self.engine.connect() as conn:
             result = await conn.execute(
-                select(verdicts.c.game_id, verdicts.c.body).order_by(verdicts.c.position)
+                select(verdicts.c.game_id, verdicts.c.body, verdicts.c.journal_id).order_by(
+                    verdicts.c.position
+                )
             )
-            return [(g, b) for g, b in result.all()]
+            return [(g, b, int(j)) for g, b, j in result.all()]
 
-    async def positioned_verdicts(self) -> list[tuple[int, str, str]]:
-        """Returns (outbox position, game id, canonical JSON) of every verdict, unordered."""
+    async def positioned_verdicts(self) -> list[tuple[int, str, str, int]]:
+        """Returns (outbox position, game id, canonical JSON, journal row) of every verdict,
+        unordered."""
         async with self.engine.connect() as conn:
             result = await conn.execute(
-                select(verdicts.c.position, verdicts.c.game_id, verdicts.c.body)
+                select(
+                    verdicts.c.position, verdicts.c.game_id, verdicts.c.body, verdicts.c.journal_id
+                )
             )
-            return [(int(p), g, b) for p, g, b in result.all()]
+            return [(int(p), g, b, int(j)) for p, g, b, j in result.all()]
 
     async def dead_letter_bodies(self) -> dict[int, str]:
         """Returns each dead letter's ``EventRejected`` JSON by its journal row."""

@@ -4,12 +4,15 @@ A rules revision is a promise: the same input always gives the same verdicts and
 byte for byte, in every later release (docs/rules.md, "Rules revisions"). The corpus is the
 golden logs of ``tests/golden/`` and a simulated log of every family (``referee simulate``
 with a fixed seed; the default mix, each layout, teams, each scoring during play, penalty
-scoring and edition 1's rules), replayed under each revision. ``revision-N.json`` keeps, per
-log, the SHA-256 of the log (so a change of the simulator is told from a change of the
-rules), of its verdict lines and of its rejection lines, and a short hash of each game's
-verdicts, so that a difference names the games it touches.
+scoring and edition 1's rules), replayed under each revision. The simulated logs are
+committed (``tests/corpus/logs/``, xz), not made again at each run: the simulator plays by
+the judge and may change, and a revision's corpus must stay the same bytes for ever.
+``revision-N.json`` keeps, per log, the SHA-256 of the log (so an edited log is told from a
+change of the rules), of its verdict lines and of its rejection lines, and a short hash of
+each game's verdicts, so that a difference names the games it touches.
 
     uv run --frozen python -m tests.corpus.corpus freeze N   # a NEW revision's file, once
+    uv run --frozen python -m tests.corpus.corpus logs       # the simulated logs, once
 
 A revision's file is written once, when the revision is added, and never again: a failing
 check means the judge of an existing revision changed, which must instead be a new revision.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import lzma
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
@@ -32,6 +36,7 @@ from referee.simulate import SimulationOptions, simulate
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 GOLDEN = ROOT / "tests" / "golden"
+LOGS = HERE / "logs"
 
 GAMES = 120
 """Games of each simulated family: every family's log replays in well under a second."""
@@ -52,7 +57,31 @@ FAMILIES: dict[str, SimulationOptions] = {
     ),
     "penalty": SimulationOptions(games=GAMES, seed=37, scoring="penalty"),
 }
-"""The simulated logs, by family (``referee simulate`` options; the seed is fixed)."""
+"""The simulated logs, by family: the ``referee simulate`` options that made each committed
+log (``write_logs``; the seed is fixed)."""
+
+
+def log_file(family: str) -> Path:
+    return LOGS / f"{family}.jsonl.xz"
+
+
+def simulated_log(family: str) -> bytes:
+    """The committed simulated log of ``family``."""
+    return lzma.decompress(log_file(family).read_bytes())
+
+
+def write_logs() -> list[Path]:
+    """Writes the simulated log of every family that has none (never rewrites one)."""
+    LOGS.mkdir(exist_ok=True)
+    written = []
+    for family, options in FAMILIES.items():
+        path = log_file(family)
+        if path.exists():
+            continue
+        log = b"".join(line + b"\n" for _, line in simulate(options))
+        path.write_bytes(lzma.compress(log, preset=9))
+        written.append(path)
+    return written
 
 
 def corpus_file(revision: int) -> Path:
@@ -64,8 +93,8 @@ def logs() -> Iterator[tuple[str, bytes]]:
     for path in sorted(GOLDEN.glob("*.jsonl")):
         if ".verdicts." not in path.name:
             yield f"golden/{path.name}", path.read_bytes()
-    for family, options in FAMILIES.items():
-        yield f"simulated/{family}", b"".join(line + b"\n" for _, line in simulate(options))
+    for family in FAMILIES:
+        yield f"simulated/{family}", simulated_log(family)
 
 
 def _sha(data: bytes) -> str:
@@ -122,8 +151,8 @@ def check(revision: int) -> Check:
             continue
         if want["log_sha256"] != have["log_sha256"]:
             found.differences.append(
-                f"{name}: the log itself changed (a golden file edited, or the simulator, which "
-                "plays by the judge: a changed rule can change the game it plays)"
+                f"{name}: the log itself changed (a golden file or a committed log edited: a "
+                "revision's corpus is the same bytes for ever)"
             )
             continue
         for key in ("verdicts_sha256", "rejections_sha256"):
@@ -157,6 +186,9 @@ def freeze(revision: int) -> Path:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "freeze":
-        raise SystemExit("usage: python -m tests.corpus.corpus freeze N")
-    print(freeze(int(sys.argv[2])))
+    if sys.argv[1:] == ["logs"]:
+        print("\n".join(str(p) for p in write_logs()) or "every log is there")
+    elif len(sys.argv) == 3 and sys.argv[1] == "freeze":
+        print(freeze(int(sys.argv[2])))
+    else:
+        raise SystemExit("usage: python -m tests.corpus.corpus freeze N | logs")

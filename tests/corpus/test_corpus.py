@@ -58,3 +58,40 @@ def test_a_rule_changed_without_a_new_revision_fails_and_names_the_games(
     assert "simulated/trains" not in reported
     assert any("verdicts_sha256 differs under revision 1" in d for d in found.differences)
     assert any("games whose verdicts changed: " in d for d in found.differences)
+
+
+def test_the_simulated_logs_are_the_committed_ones_never_made_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A revision's corpus is fixed bytes: the simulator (which plays by the judge, and may
+    change) is not run to check it."""
+    from tests.corpus import corpus
+
+    def refuse(*_: object, **__: object) -> object:
+        raise AssertionError("the corpus made a log again")
+
+    monkeypatch.setattr(corpus, "simulate", refuse)
+    names = [name for name, _ in corpus.logs()]
+    assert {f"simulated/{family}" for family in FAMILIES} <= set(names)
+    assert all(corpus.log_file(family).exists() for family in FAMILIES)
+
+
+def test_an_edited_committed_log_is_told_from_a_changed_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.corpus import corpus
+
+    real = corpus.simulated_log
+
+    def edited(family: str) -> bytes:
+        log = real(family)
+        return log + log.splitlines(keepends=True)[0] if family == "penalty" else log
+
+    monkeypatch.setattr(corpus, "simulated_log", edited)
+    found = check(1)
+    assert found.differences == [
+        (
+            "simulated/penalty: the log itself changed (a golden file or a committed log edited: "
+            "a revision's corpus is the same bytes for ever)"
+        )
+    ]

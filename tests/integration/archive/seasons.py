@@ -22,7 +22,7 @@ from pathlib import Path
 
 import asyncpg
 
-from referee.store.database import migrate
+from referee.store.database import migrate, newest_revision
 from referee.store.partitions import PARTITIONED
 from tests.integration.conftest import _plain
 
@@ -107,7 +107,8 @@ async def wait_until(moment: datetime) -> None:
 async def live_season(url: str, workdir: Path, slices: int = 3) -> Season:
     """Migrates ``url``, makes ``slices`` short partitions and replays each slice of a
     simulated log in its own (the last slice is left for the test to replay)."""
-    await asyncio.to_thread(migrate, url, "0010")  # no partitions made: the test makes them
+    # the newest revision by its name: no partitions made, the test makes them
+    await asyncio.to_thread(migrate, url, newest_revision())
     log = simulate(workdir / "season.jsonl")
     prefixes = split(log, slices)
     bounds = await short_partitions(url, slices - 1)

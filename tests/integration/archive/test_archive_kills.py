@@ -20,7 +20,7 @@ import asyncpg
 import pytest
 
 from referee.archive import check_archive, open_archive, read_manifests
-from referee.store.database import migrate
+from referee.store.database import migrate, newest_revision
 from tests.integration.archive.seasons import (
     live_season,
     referee,
@@ -105,7 +105,7 @@ async def test_a_segment_an_open_transaction_could_still_write_is_left_alone(
     empty_database: str, tmp_path: Path
 ) -> None:
     url = empty_database
-    await asyncio.to_thread(migrate, url, "0010")
+    await asyncio.to_thread(migrate, url, newest_revision())
     bounds = await short_partitions(url, 2)  # the newest segment is never archived
     lo, hi = bounds[1]
     segment = f"p{lo:%Y%m%dt%H%M%S}"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from referee.archive import open_archive, read_manifests
-from referee.store.database import migrate
+from referee.store.database import migrate, newest_revision
 from tests.integration.archive.seasons import referee, segment_tables, short_partitions, wait_until
 from tests.integration.conftest import fetch
 from tests.integration.kafka.checks import assert_same_verdicts
@@ -40,7 +40,8 @@ async def test_an_archive_run_beside_serve_loses_and_repeats_nothing(
     stack = await open_stack(bootstrap, admin_url, tmp_path, migrated=False)
     try:
         url = stack.database_url
-        await asyncio.to_thread(migrate, url, "0010")  # no partitions yet: the test makes them
+        # the newest revision by its name: no partitions made yet, the test makes them
+        await asyncio.to_thread(migrate, url, newest_revision())
         _, port = stack.start(extra_env={"REFEREE_PARTITION_INTERVAL": "1m"})
         await wait_ready(port)
         bounds = await short_partitions(url, 2)  # then the service's own, of a minute

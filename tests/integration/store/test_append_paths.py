@@ -52,6 +52,7 @@ def awkward_rows() -> StepRows:
                 bytes([i]) * 16,
                 raw,
                 None if i == 2 else 64 * 1024,
+                None if i == 4 else "0.4.0+ü",
             )
         )
     rows.versions += [

@@ -247,10 +247,87 @@ async def test_a_differential_audit_lists_the_games_a_candidate_revision_would_c
     summary = report.summary()
     assert f"revision 2 would change the verdicts of {len(report.changed_games)} game(s)" in summary
     assert "revision 2 gives" in summary
-    assert all(f"game {g!r}, verdict #" in summary for g in report.changed_games)
+    assert all(f"game {g!r} (rules revision 2), verdict #" in summary for g in report.changed_games)
 
 
 def test_the_differential_audit_refuses_an_unknown_candidate() -> None:
     done = _referee("audit", "--revision", "4", "--database", "postgresql://nowhere/x")
     assert done.returncode == 2
     assert "rules revision 4 is not known" in done.stderr
+
+
+async def test_each_journal_row_names_the_release_that_wrote_it(migrated_database: str) -> None:
+    """Migration 0011: every row this release writes carries its version, and the audit
+    counts the rows by writer."""
+    from importlib.metadata import version
+
+    await _store_example(migrated_database)
+    writers = await fetch(
+        migrated_database,
+        "SELECT referee_version, count(*) AS n FROM journal GROUP BY 1",
+    )
+    total = sum(r["n"] for r in writers)
+    assert [(r["referee_version"], r["n"]) for r in writers] == [(version("referee"), total)]
+    report = await asyncio.to_thread(_referee, "audit", "--json", "--database", migrated_database)
+    document = json.loads(report.stdout)
+    assert document["written_by"] == {version("referee"): total}
+    assert document["differences_by_writer"] == {}
+
+
+async def _alter_a_foul(url: str, *, unrecord: bool = False) -> str:
+    """Alters the first foul's body behind the trigger's back; ``unrecord`` also clears the
+    writer of its journal row, as a store written before migration 0011 has it. Returns the
+    journal row the foul stands on."""
+    rows = await fetch(
+        url,
+        "SELECT journal_id FROM verdicts WHERE type = 'FoulRecorded' ORDER BY position LIMIT 1",
+    )
+    journal_id = rows[0]["journal_id"]
+    await execute(
+        url,
+        "ALTER TABLE verdicts DISABLE TRIGGER verdicts_append_only;"
+        "UPDATE verdicts SET body = replace(body, '\"penalty\":0', '\"penalty\":9') "
+        f"WHERE journal_id = {journal_id} AND type = 'FoulRecorded';"
+        "ALTER TABLE verdicts ENABLE TRIGGER verdicts_append_only",
+    )
+    if unrecord:
+        await execute(
+            url,
+            "ALTER TABLE journal DISABLE TRIGGER USER;"
+            f"UPDATE journal SET referee_version = NULL WHERE id = {journal_id};"
+            "ALTER TABLE journal ENABLE TRIGGER USER",
+        )
+    return str(journal_id)
+
+
+async def test_a_difference_names_its_row_its_writer_and_what_differs(
+    migrated_database: str,
+) -> None:
+    from importlib.metadata import version
+
+    await _store_example(migrated_database)
+    journal_id = await _alter_a_foul(migrated_database)
+    report = await asyncio.to_thread(_referee, "audit", "--database", migrated_database)
+    assert report.returncode == 1
+    line = next(x for x in report.stdout.splitlines() if '"penalty":9' in x)
+    assert "(rules revision 1), verdict #" in line
+    assert f"(journal row {journal_id}, written by {version('referee')}): penalty differs:" in line
+    # this release wrote the row and derives it otherwise: the store was altered
+    assert (
+        f"1 difference(s) in rows written by {version('referee')}: this release wrote them and "
+        "now derives otherwise: the rows were altered" in report.stdout
+    )
+
+
+async def test_a_difference_in_a_row_of_an_unrecorded_writer_says_so(
+    migrated_database: str,
+) -> None:
+    await _store_example(migrated_database)
+    journal_id = await _alter_a_foul(migrated_database, unrecord=True)
+    report = await asyncio.to_thread(_referee, "audit", "--json", "--database", migrated_database)
+    assert report.returncode == 1
+    document = json.loads(report.stdout)
+    assert document["differences_by_writer"] == {"not recorded": 1}
+    assert document["written_by"]["not recorded"] == 1
+    (line,) = document["differences"]
+    assert f"(journal row {journal_id}, written by not recorded): penalty differs" in line

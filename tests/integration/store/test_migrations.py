@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -12,6 +16,7 @@ from referee.store.database import create_engine, downgrade, migrate
 from referee.store.schema import APPEND_ONLY_TABLES, include_object, metadata
 from tests.integration.conftest import execute, fetch
 
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "tournament.jsonl"
 VIEWS = {"current_games", "standings", "player_fouls", "current_positions", "verdict_log"}
 
 
@@ -77,3 +82,46 @@ async def test_an_interrupted_0008_finishes_on_the_next_migrate(empty_database: 
     version = await fetch(empty_database, "SELECT version_num FROM alembic_version")
     assert [r["version_num"] for r in version] == ["0008"]
     await asyncio.to_thread(migrate, empty_database)  # and on to the newest revision
+
+
+async def test_a_rollback_downgrades_0011_keeping_every_row_but_the_writers(
+    migrated_database: str,
+) -> None:
+    """``referee migrate --down-to 0010`` (a rollback to 0.3.0) drops the journal's writers
+    and nothing else; ``referee migrate`` brings them back as not recorded."""
+
+    def referee(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "referee", *args], capture_output=True, text=True, check=False
+        )
+
+    url = migrated_database
+    log = EXAMPLE
+    done = await asyncio.to_thread(
+        referee, "replay", str(log), "--database", url, "--output", "/dev/null"
+    )
+    assert done.returncode == 0, done.stderr
+    before = await fetch(url, "SELECT count(*) AS n, count(referee_version) AS w FROM journal")
+    assert before[0]["n"] == before[0]["w"] > 0
+
+    unknown = await asyncio.to_thread(referee, "migrate", "--down-to", "0099", "--database", url)
+    assert unknown.returncode == 2
+    assert "no schema revision '0099'" in unknown.stderr
+    down = await asyncio.to_thread(referee, "migrate", "--down-to", "0010", "--database", url)
+    assert down.returncode == 0, down.stderr
+    assert (await fetch(url, "SELECT version_num FROM alembic_version"))[0]["version_num"] == "0010"
+    columns = await fetch(
+        url,
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'journal'",
+    )
+    assert "referee_version" not in {c["column_name"] for c in columns}
+    assert (await fetch(url, "SELECT count(*) AS n FROM journal"))[0]["n"] == before[0]["n"]
+    again = await asyncio.to_thread(referee, "migrate", "--down-to", "0010", "--database", url)
+    assert again.returncode == 2
+    assert "nothing to downgrade" in again.stderr
+
+    up = await asyncio.to_thread(referee, "migrate", "--database", url)
+    assert up.returncode == 0, up.stderr
+    audited = await asyncio.to_thread(referee, "audit", "--json", "--database", url)
+    assert audited.returncode == 0, audited.stdout + audited.stderr
+    assert json.loads(audited.stdout)["written_by"] == {"not recorded": before[0]["n"]}

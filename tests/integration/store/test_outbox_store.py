@@ -26,7 +26,7 @@ def batch(partition: int, offset: int, journal_id: int, position: int) -> StepRo
     rows.journal.append(
         JournalRow(
             journal_id, TOPIC, partition, offset, f"g{partition}", offset + 1, None, "Passed",
-            "fouled", None, True, b"f" * 16, b"{}", 65536,
+            "fouled", None, True, b"f" * 16, b"{}", 65536, "0.4.0",
         )
     )  # fmt: skip
     rows.verdicts.append(

@@ -52,6 +52,7 @@ def journal_row(id_: int, when: datetime, **changes: object) -> Row:
         "raw": b'{"type":"TilePlayed"}',
         "recorded_at": when,
         "max_event_bytes": 163840,
+        "referee_version": "0.4.0",
     }
     row.update(changes)
     return tuple(row.values())

@@ -26,7 +26,7 @@ POSTGRES_COLUMNS = {
     "journal": "id int8, source_topic text, source_partition int4, source_offset int8, "
     "game_id text NULL, seq int8 NULL, event_id text NULL, event_type text NULL, outcome text, "
     "reason text NULL, took_place bool, fingerprint bytea, raw bytea, recorded_at timestamptz, "
-    "max_event_bytes int8 NULL",
+    "max_event_bytes int8 NULL, referee_version text NULL",
     "game_versions": "game_id text, version int8, state text, journal_id int8, "
     "recorded_at timestamptz",
     "verdicts": "position int8, verdict_id text, game_id text, type text, cause_seq int8, "
@@ -162,3 +162,28 @@ def test_a_file_of_another_table_is_not_read_as_this_one() -> None:
         parquet_to_rows("dead_letters", data)
     with pytest.raises(VerificationError, match="not a readable Parquet"):
         parquet_to_rows("verdicts", data[:-10])
+
+
+def _earlier_journal_file(rows: list[tuple[object, ...]], width: int = 15) -> bytes:
+    """A journal file of its first ``width`` columns: 15 is how release 0.3.0 archived it
+    (no ``referee_version``)."""
+    from referee.archive.parquet import arrow_schema
+    from referee.archive.tables import earlier
+
+    schema = arrow_schema(earlier(TABLES["journal"], width))
+    columns = [pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(schema)]
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_arrays(columns, schema=schema), sink)
+    return sink.getvalue()
+
+
+def test_an_earlier_journal_archive_reads_with_no_writer() -> None:
+    rows = [journal_row(i, at(1))[:15] for i in (1, 2)]
+    back = parquet_to_rows("journal", _earlier_journal_file(rows))
+    assert back == [(*r, None) for r in rows]
+
+
+def test_a_file_with_a_column_set_no_release_wrote_is_refused() -> None:
+    rows = [journal_row(i, at(1))[:14] for i in (1, 2)]  # without max_event_bytes either
+    with pytest.raises(VerificationError, match="schema is not journal's"):
+        parquet_to_rows("journal", _earlier_journal_file(rows, 14))

@@ -200,3 +200,25 @@ def test_a_manifest_whose_name_is_not_its_run_is_refused(archive: Archive) -> No
     archive.write_bytes("manifests/run-2.json", archive.read_bytes("manifests/run-1.json"))
     with pytest.raises(ManifestError, match="it says run run-1"):
         read_manifests(archive)
+
+
+def test_a_journal_segment_archived_by_an_earlier_release_verifies_and_reads(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Release 0.3.0 archived the journal without ``referee_version`` (migration 0011): its
+    files verify against their manifests' digests and read with no writer."""
+    from referee.archive import parquet, tables
+    from referee.archive.tables import earlier
+
+    old = earlier(tables.TABLES["journal"], 15)
+    rows = [r[:15] for r in rows_for([(1, 1), (2, 2)])["journal"]]
+    with monkeypatch.context() as m:  # the earlier release's column set, as it wrote it
+        m.setitem(tables.TABLES, "journal", old)
+        m.setitem(parquet.SCHEMAS, "journal", parquet.arrow_schema(old))
+        entry = write_segment(archive, "journal", segment(0), rows)
+        verify_written(archive, entry, rows_digest("journal", rows))
+    write_manifest(archive, "run-1", [entry])
+    assert list(iter_rows(archive, "journal")) == [(*r, None) for r in rows]
+    # the digest is still checked: the same file under another manifest digest is refused
+    assert rows_digest("journal", rows, 15) == entry.rows_digest
+    assert rows_digest("journal", [(*r, None) for r in rows]) != entry.rows_digest
