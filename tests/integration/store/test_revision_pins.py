@@ -198,8 +198,9 @@ async def test_audit_rederives_a_game_under_its_pinned_revision(
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "audit FAILED" in failed.stdout
     assert "revision 1: 1, revision 2: " in failed.stdout
-    named = [line for line in failed.stdout.splitlines() if pinned.game in line]
-    assert named, failed.stdout
+    # the game is named, judged under the revision its row says, and its fouls cost less
+    assert f"game {pinned.game!r} (rules revision 1), verdict #" in failed.stdout
+    assert "penalty differs" in failed.stdout
     others = {game_of(v) for v in pinned.revision_2} - {pinned.game}
     assert not [line for line in failed.stdout.splitlines() if any(g in line for g in others)]
 
