@@ -42,6 +42,7 @@ from referee.domain.fouls import FoulKind
 from referee.domain.judge import judge
 from referee.domain.layout import Layout, Place
 from referee.domain.line import Line
+from referee.domain.revisions import Judge
 from referee.domain.rules import BlockWinner, PlayScoring, Rules, Scoring, TiePolicy
 from referee.domain.scoring import base_award, rounded, score_block
 from referee.domain.spinner import Spinner
@@ -105,13 +106,16 @@ def game_rule(rules: Rules) -> str:
 # --- the fold --------------------------------------------------------------------------------
 
 
-def explain(game: GameState | None, event: GameEvent) -> tuple[GameState, tuple[Evidence, ...]]:
-    """Judges ``event`` exactly as the referee does; returns the game after it and the
+def explain(
+    game: GameState | None, event: GameEvent, judging: Judge = judge
+) -> tuple[GameState, tuple[Evidence, ...]]:
+    """Judges ``event`` exactly as the referee does, with ``judging``: the judge of the
+    game's rules revision (default: revision 1's); returns the game after it and the
     evidence behind each verdict, in announcement order.
 
     Raises ``InvalidInput`` as ``judge`` does, for an event that cannot be judged.
     """
-    after, verdicts = judge(game, event)
+    after, verdicts = judging(game, event)
     if not verdicts:
         return after, ()
     assert game is not None, "only an action of a game in play gives a verdict"

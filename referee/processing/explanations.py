@@ -23,6 +23,7 @@ from referee.domain.events import GameEvent, Passed, RoundStarted, TileDrawn, Ti
 from referee.domain.evidence import Evidence
 from referee.domain.explain import explain
 from referee.domain.layout import Layout
+from referee.domain.revisions import Judge
 from referee.domain.rules import Rules
 from referee.domain.secrecy import AUDITOR, Viewer, seen_by
 from referee.domain.state import GameState
@@ -137,8 +138,8 @@ class Explainer:
             self.asked = Asked(result.event_type, result.outcome, reason)
         if isinstance(parsed, Unparsed) or result.outcome in (Outcome.REJECTED, Outcome.DUPLICATE):
             return []
-        after = referee.games[parsed.game_id].state
-        return self._chapters(parsed, before, after, result.verdicts)
+        ledger = referee.games[parsed.game_id]
+        return self._chapters(parsed, before, ledger.state, result.verdicts, ledger.judge)
 
     def _chapters(
         self,
@@ -146,6 +147,7 @@ class Explainer:
         before: GameState | None,
         after: GameState,
         verdicts: tuple[OutputVerdict, ...],
+        judging: Judge,
     ) -> list[Chapter]:
         event = parsed.to_domain()
         game_id = parsed.game_id
@@ -183,7 +185,8 @@ class Explainer:
         table.plays = table.draws = table.passes = 0
         if self.request.seq is not None and parsed.seq != self.request.seq:
             return []
-        judged_after, evidence = explain(before, event)
+        # the game's own judge (its rules revision's), as the referee judged it
+        judged_after, evidence = explain(before, event, judging)
         assert judged_after == after, "the explanation's fold is the referee's"
         assert len(evidence) == len(verdicts)
         round_over = rnd.ended

@@ -20,11 +20,18 @@ takes the same group and database: it resumes from the positions the earlier rel
 (the journal holds each record once), publishes what the earlier release left unpublished,
 and a ``read_committed`` reader sees every verdict and dead letter exactly once, as ``referee
 replay`` of the whole log gives them; ``referee audit`` passes.
+
+Scenario 8b: a rolling upgrade from release 0.3.0, the last landed, built the same way, to
+this release run with a rules revision 2 of the tests' own as its newest (the test's
+docstring says how): each game is judged under the revision it started under, whichever
+instance judges it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
+import json
 import subprocess
 import sys
 import time
@@ -34,6 +41,8 @@ import asyncpg
 import pytest
 
 from tests.integration.conftest import fetch
+from tests.integration.kafka.checks import by_game
+from tests.integration.kafka.conftest import Replay, replay_in_memory
 from tests.releases import BY_SCHEMA, Builds, newest_schema, python_of, version_of
 from tests.reliability.conftest import MakeStack, Simulated
 from tests.reliability.harness import Figures, Store, kill, plain, verify
@@ -44,6 +53,10 @@ pytestmark = [pytest.mark.reliability, pytest.mark.kafka]
 PREVIOUS_RELEASE = BY_SCHEMA["0007"].commit
 """The last commit of release 0.1.0: one relay leader publishing a global outbox."""
 
+RELEASE_030 = BY_SCHEMA["0010"].commit
+"""The last commit of release 0.3.0, the last release landed: rules revision 1 only, one
+outbox and one transactional publisher per input partition, round robin."""
+
 RELAY_LOCK = 0x5245_4C41_59
 """Release 0.1's relay lock (a session advisory lock): whoever holds it leads its relay."""
 
@@ -53,6 +66,12 @@ def previous_release(earlier_release: Builds) -> Path:
     """Release 0.1's tree, with its locked environment installed in its own ``.venv``
     (built once a session: tests/integration/store/test_upgrade_with_data.py uses it too)."""
     return earlier_release(PREVIOUS_RELEASE)
+
+
+@pytest.fixture(scope="session")
+def release_030(earlier_release: Builds) -> Path:
+    """Release 0.3.0's tree, with its locked environment installed in its own ``.venv``."""
+    return earlier_release(RELEASE_030)
 
 
 async def test_rolling_upgrade_from_the_global_relay_loses_and_repeats_nothing(
@@ -236,3 +255,188 @@ async def wait_for_log(path: Path, needle: str, limit: float) -> None:
             return
         await asyncio.sleep(0.2)
     raise AssertionError(f"{needle!r} not in {path.name} after {limit} s")
+
+
+async def test_rolling_upgrade_from_0_3_judges_each_game_under_the_revision_it_started_under(
+    make_stack: MakeStack, simulated: Simulated, release_030: Path, tmp_path: Path
+) -> None:
+    """Scenario 8b: a rolling upgrade from release 0.3.0, the last landed, to this release
+    with a new rules revision, on the real broker.
+
+    This release runs with the tests' rules revision 2 (``tests/revision2.py``: every foul
+    costs one point more) as its newest, so the default of the games it starts; 0.3.0 has
+    revision 1 only. 0.3.0 referees the games' first part alone (it starts them all: pinned
+    to 1); this release's migration runs beside it, an instance of this release joins the
+    group (one group: 0.3.0's round robin and this release's assignor share the protocol
+    name) and takes half the partitions, games mid-round and all; more events arrive; the
+    old instance stops and its partitions move too; then the rest of the games, and new
+    games, which this release starts (pinned to 2). Every game's verdicts are those of
+    ``referee replay --rules-revision N`` with N its pinned revision, published once
+    (read_committed); the audit passes.
+
+    Games of revision 2 start only once the old instance has stopped: 0.3.0 would quarantine
+    their records (its ``ProcessingStep._read`` asks ``judge_of(2)`` of a game it loads, the
+    ``UnknownRevisionError`` isolates the record as ``internal_error``: docs/rules.md, "an
+    unknown revision is refused"), which is a rollback's behaviour, not an upgrade's.
+    """
+    stack = await make_stack(partitions=4, migrated=False)
+    # every game starts in the first third (200 games, 200 at a time)
+    old_games = simulated(200, 41, "--foul-rate", "0.05", "--bad-rate", "0.01",
+                          "--duplicate-rate", "0.01")  # fmt: skip
+    new_games = simulated(60, 43, "--foul-rate", "0.05", "--bad-rate", "0.01")
+    records = keyed_lines(old_games)
+    first, second, third = (
+        records[i * len(records) // 3 : (i + 1) * len(records) // 3] for i in range(3)
+    )
+    log = tmp_path / "upgrade.jsonl"  # everything produced, in order
+    log.write_bytes(b"".join(line + b"\n" for _, line in records + keyed_lines(new_games)))
+    figures = Figures("rolling_upgrade_0_3")
+    store = Store(stack.database_url)
+    conn = await asyncpg.connect(plain(stack.database_url))
+    old: dict[str, object] = {"python": python_of(release_030), "cwd": release_030}
+    this_version = importlib.metadata.version("referee")
+    try:
+        # given release 0.3.0 on its schema, alone, starting every game of the first part
+        await asyncio.to_thread(
+            subprocess.run,
+            [python_of(release_030), "-m", "referee", "migrate", "--database",
+             stack.database_url],
+            cwd=release_030, check=True, capture_output=True,
+        )  # fmt: skip
+        await produce(stack.bootstrap, stack.topics.input, first)
+        older, _ = stack.start("old", **old)
+        await store.wait_until(len(first), limit=120)
+        # when this release's migration runs beside it (the Helm pre-upgrade hook)
+        migrated = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "referee", "migrate", "--database", stack.database_url],
+            capture_output=True,
+            text=True,
+        )
+        assert migrated.returncode == 0, migrated.stderr
+        # and an instance of this release, revision 2 its newest, joins the group: half the
+        # partitions move to it mid-game
+        new, _ = stack.start("new", module="tests.revision2")
+        taken = await wait_for_partitions(stack.workdir / "new.log", 60)
+        figures["partitions_taken_at_join"] = taken
+        assert 0 < len(taken) < 4, "the old instance keeps some partitions while both run"
+        await produce(stack.bootstrap, stack.topics.input, second)
+        await store.wait_until(len(first) + len(second), limit=120)
+        # and the old instance stops; the new one owns every partition
+        older.terminate()
+        assert await asyncio.to_thread(older.wait, 60) == 0
+        cutoff = int(await conn.fetchval("SELECT max(id) FROM journal"))
+        # then the games go on, and new games start (under this release alone)
+        await produce(stack.bootstrap, stack.topics.input, third)
+        await produce(stack.bootstrap, stack.topics.input, keyed_lines(new_games))
+
+        # what each game must be: its log replayed under the revision it must be pinned to
+        # (the old games' under revision 1, by the referee as released; the new games' under
+        # revision 2, and under 1 to see that the revisions differ there)
+        old_1 = replay_in_memory(old_games, tmp_path, "old-1", "--rules-revision", "1")
+        new_2, new_1 = (
+            replay_in_memory(
+                new_games, tmp_path, f"new-{n}", "--rules-revision", n, module="tests.revision2"
+            )
+            for n in ("2", "1")
+        )
+        await store.wait_until(len(keyed_lines(log)), limit=300)
+        pins = {
+            r["game_id"]: (r["rules_revision"], r["referee_version"])
+            for r in await conn.fetch(
+                "SELECT game_id, rules_revision, referee_version FROM game_revisions"
+            )
+        }
+        # each game is pinned by the release that started it: 0.3.0 to 1, this one to 2
+        started = {(number, version) for number, version in pins.values()}
+        assert started == {(1, "0.3.0"), (2, this_version)}, started
+        old_ones = {g for g in pins if g in games_in(old_games)}
+        new_ones = {g for g in pins if g in games_in(new_games)}
+        assert (len(old_ones), len(new_ones)) == (200, 60)
+        assert {pins[g] for g in old_ones} == {(1, "0.3.0")}
+        assert {pins[g] for g in new_ones} == {(2, this_version)}
+        expected = Replay(
+            old_1.verdicts + new_2.verdicts,
+            old_1.rejections + new_2.rejections,
+            old_1.duplicates + new_2.duplicates,
+        )
+        # the revisions differ where it matters: fouls of games 0.3.0 started, judged by this
+        # release once their partitions had moved, while 0.3.0 ran and after it stopped
+        # (under revision 2 by mistake, each would cost a point more: migration 0011 names
+        # the release that wrote each journal row; 0.3.0 leaves it empty), and games this
+        # release started
+        fouls = await conn.fetch(
+            "SELECT DISTINCT v.game_id, j.id > $2 AS after_stop FROM verdicts v "
+            "JOIN journal j ON j.id = v.journal_id "
+            "WHERE v.type = 'FoulRecorded' AND j.referee_version = $1",
+            this_version,
+            cutoff,
+        )
+        moved_while_both = {r["game_id"] for r in fouls if not r["after_stop"]} & old_ones
+        moved_after_stop = {r["game_id"] for r in fouls if r["after_stop"]} & old_ones
+        figures["old_games_fouls_judged_by_new_while_both_ran"] = len(moved_while_both)
+        figures["old_games_fouls_judged_by_new_after_the_stop"] = len(moved_after_stop)
+        assert moved_while_both, "no foul of a moved game while both ran: this proves nothing"
+        assert moved_after_stop, "no foul of a moved game after the stop: this proves nothing"
+        written = {
+            r["w"]: int(r["n"])
+            for r in await conn.fetch(
+                "SELECT coalesce(referee_version, 'not recorded') AS w, count(*) AS n "
+                "FROM journal GROUP BY 1"
+            )
+        }
+        figures["journal_rows_by_writer"] = written
+        assert written.get("not recorded", 0) >= len(first)  # 0.3.0's
+        assert new_ones & differing_games(new_1.verdicts, new_2.verdicts)
+        # every verdict and dead letter is published once, as its game's revision gives it
+        await verify(stack, log, tmp_path, figures, expected=expected)
+        audit = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "tests.revision2", "audit", "--database",
+             stack.database_url],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert audit.returncode == 0, audit.stdout + audit.stderr
+        figures["audit"] = [
+            line for line in audit.stdout.splitlines() if " by " in line or "passed" in line
+        ]
+        assert new.poll() is None
+    finally:
+        await conn.close()
+        await store.close()
+        figures.emit()
+
+
+def games_in(log: Path) -> set[str]:
+    """The games of a log (those whose lines name one)."""
+    return {key.decode() for key, _ in keyed_lines(log) if key is not None}
+
+
+def differing_games(one: list[str], other: list[str]) -> set[str]:
+    """The games whose verdicts differ between two replays of one log."""
+    return {g for g, verdicts in by_game(one).items() if by_game(other).get(g) != verdicts}
+
+
+async def wait_for_partitions(path: Path, limit: float) -> list[int]:
+    """Waits until the instance logging to ``path`` is assigned some partitions; returns
+    them."""
+
+    def assigned() -> list[int]:
+        if not path.exists():
+            return []
+        for line in reversed(path.read_text(errors="replace").splitlines()):
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and doc.get("message") == "partitions assigned":
+                return list(doc.get("partitions") or [])
+        return []
+
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        found = await asyncio.to_thread(assigned)
+        if found:
+            return found
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"no partitions assigned in {path.name} after {limit} s")

@@ -171,17 +171,26 @@ class Replay:
     duplicates: int
 
 
-def replay_in_memory(log: Path, workdir: Path, name: str = "replay") -> Replay:
-    """Returns the verdict lines, the rejections and the duplicate count of ``referee replay``."""
+def replay_in_memory(
+    log: Path,
+    workdir: Path,
+    name: str = "replay",
+    *flags: str,
+    module: str = "referee",
+) -> Replay:
+    """Returns the verdict lines, the rejections and the duplicate count of ``referee replay``
+    (with ``flags``; ``module`` is what ``python -m`` runs: the referee, or a test's wrapper
+    of it)."""
     out = workdir / f"{name}.replay-verdicts.jsonl"
     rejected = workdir / f"{name}.replay-rejected.jsonl"
     done = subprocess.run(
         [
             sys.executable,
             "-m",
-            "referee",
+            module,
             "replay",
             str(log),
+            *flags,
             "--output",
             str(out),
             "--rejected",

@@ -7,6 +7,7 @@ processing step, and across a reload from the store.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zlib
@@ -210,3 +211,26 @@ async def test_a_game_of_a_revision_this_release_lacks_is_never_judged_by_anothe
     details = [d.body for d in store.dead_letters if "internal_error" in d.body]
     assert details
     assert all("rules revision 2 is not known to this referee" in d for d in details)
+
+
+def test_explain_of_a_log_explains_under_the_revision_named(tmp_path: Path) -> None:
+    """``referee explain LOG --rules-revision N`` folds with revision N's judge, as ``replay``
+    does (the tests' revision 2, ``tests/revision2.py``: every foul a point dearer)."""
+    verdicts = tmp_path / "verdicts.jsonl"
+    wrapper = [sys.executable, "-m", "tests.revision2"]
+    log = "examples/edition2.jsonl"
+    replayed = subprocess.run(
+        [*wrapper, "replay", log, "--rules-revision", "2", "--output", str(verdicts)],
+        capture_output=True, text=True, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stderr
+    explained = subprocess.run(
+        [*wrapper, "explain", log, "--rules-revision", "2", "--json"],
+        capture_output=True, text=True, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert explained.returncode == 0, explained.stderr
+    under_2 = [json.loads(line) for line in verdicts.read_text().splitlines()]
+    assert [json.loads(line)["verdict"] for line in explained.stdout.splitlines()] == under_2
+    fouls = [v for v in under_2 if v["type"] == "FoulRecorded"]
+    assert fouls
+    assert all(v["penalty"] >= 1 for v in fouls)
