@@ -91,7 +91,7 @@ async def layout_run(ctx: Context, instances: int, lines: list[Line], kill: bool
     url = await fresh_database(ctx, f"cluster{instances}", migrate=True)
     group = f"bench-cluster{instances}-{uuid.uuid4().hex[:6]}"
     served = [
-        await start_serve(ctx, url, topics, name=f"cluster{instances}-{i}", group=group)
+        await start_serve(ctx, url, topics, name=f"{group}-{i}", group=group)
         for i in range(instances)
     ]
     await settled(served)
@@ -176,11 +176,23 @@ async def kill_phase(
         and sent_at.get((game, seq), 0) > killed_at
     ]
     waited = [ms for sent, ms, p in sampled if p in dead and sent >= killed_at]
+    # the others' slowest 1% in the first window: when (seconds after the kill) and where
+    slowest = sorted(
+        (
+            (ms, sent - killed_at, p)
+            for sent, ms, p in sampled
+            if p in others and killed_at <= sent < killed_at + WINDOW_SECONDS
+        ),
+        reverse=True,
+    )[: max(1, len(first) // 100)]
     say(
         f"   killed an instance owning {sorted(dead)}: the others' p99 "
         f"{percentile(first, 0.99):.0f} ms in the 10 s after, {percentile(second, 0.99):.0f} ms "
         f"in the 10 s after that; its partitions published again "
-        f"{(min(resumed) - killed_at) if resumed else float('nan'):.1f} s after the kill"
+        f"{(min(resumed) - killed_at) if resumed else float('nan'):.1f} s after the kill; "
+        f"the slowest 1% sent {min(at for _, at, _ in slowest):.1f}-"
+        f"{max(at for _, at, _ in slowest):.1f} s after it, on partitions "
+        f"{sorted({p for _, _, p in slowest})}"
     )
     return {
         "dead_partitions": sorted(dead),
@@ -195,6 +207,10 @@ async def kill_phase(
         "dead_max_ms": max(waited, default=float("nan")),
         "dead_p99_ms": percentile(waited, 0.99),
         "verdicts_after_kill": len(first) + len(second),
+        "others_first_slowest": [
+            {"ms": round(ms), "sent_after_kill_s": round(at, 2), "partition": p}
+            for ms, at, p in slowest
+        ],
     }
 
 

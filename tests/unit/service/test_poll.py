@@ -83,3 +83,22 @@ def test_a_quiet_poll_is_one_call() -> None:
 def test_a_batch_of_one_record() -> None:
     consumer = Buffered({0: 3, 1: 3})
     assert len(poll(consumer, 1)) == 1
+
+
+def test_two_backlogs_leave_room_for_the_fresh_partitions_behind_them() -> None:
+    # a dead instance's partitions dealt out: two backlogs ahead of two fresh partitions
+    consumer = Buffered({0: 5000, 1: 5000, 2: 7, 3: 3})
+    batch = poll(consumer, 2000)
+    by_partition = {p: sum(1 for q, _ in batch if q == p) for p in (0, 1, 2, 3)}
+    assert by_partition[2] == 7, by_partition
+    assert by_partition[3] == 3, by_partition
+    assert by_partition[0] == 1000
+    assert 0 < by_partition[1] <= 1000 - 10
+    assert len(batch) <= 2000
+
+
+def test_what_a_quiet_partition_leaves_goes_to_the_partitions_after_it() -> None:
+    consumer = Buffered({0: 5000, 1: 2, 2: 5000})
+    batch = poll(consumer, 2000)
+    assert len(batch) == 2000
+    assert sum(1 for q, _ in batch if q == 2) == 998
