@@ -17,6 +17,7 @@ import json
 import signal
 import time
 import uuid
+from itertools import pairwise
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
@@ -25,6 +26,7 @@ from aiokafka.partitioner import murmur2
 from bench.context import Context, say
 from bench.process import Served, start_serve, stop_process, tail
 from bench.scenarios.latency import Line, VerdictWatcher, paced_produce, percentile, phase_lines
+from bench.scrape import Snapshot, snapshot
 from bench.services import fresh_database, fresh_topics, make_topics
 
 PARTITIONS = 16
@@ -38,6 +40,50 @@ KILL_AFTER_SECONDS = 5.0
 AFTER_KILL_SECONDS = 25.0
 """How long the load goes on after the kill."""
 WINDOW_SECONDS = 10.0
+HEARTBEATS_MS = (250, 100)
+"""The heartbeat intervals the four run with, each round (the one instance: the first)."""
+
+
+SCRAPE_SECONDS = 0.25
+"""How often the survivors' stage timings are read in the seconds after the kill."""
+SCRAPED_AFTER_KILL = (5.0, 10.0)
+"""The seconds after the kill whose stage timings are kept: the rebalance and the catch-up."""
+
+
+async def stage_timeline(served: list[Served], until: float) -> list[list[tuple[float, Snapshot]]]:
+    """Each instance's stage sums and counts (``/metrics``), every ``SCRAPE_SECONDS``."""
+    out: list[list[tuple[float, Snapshot]]] = [[] for _ in served]
+    while time.monotonic() < until:
+        at = time.monotonic()
+        got = await asyncio.gather(*(snapshot(s.port) for s in served), return_exceptions=True)
+        for timeline, snap in zip(out, got, strict=True):
+            if isinstance(snap, dict):
+                timeline.append((at, snap))
+        await asyncio.sleep(SCRAPE_SECONDS)
+    return out
+
+
+def stage_windows(timeline: list[tuple[float, Snapshot]], since: float) -> list[dict[str, Any]]:
+    """Milliseconds spent in each stage between two readings, in the kept seconds after
+    ``since`` (the kill): where a survivor's time went while the others' verdicts waited."""
+    first, last = SCRAPED_AFTER_KILL
+    windows = []
+    for (was_at, was), (at, now) in pairwise(timeline):
+        if not first <= was_at - since <= last:
+            continue
+        spent = {
+            stage: round((total - was.get(stage, (0.0, 0.0))[0]) * 1000)
+            for stage, (total, _) in now.items()
+            if not stage.startswith("referee_")
+        }
+        windows.append(
+            {
+                "at_s": round(was_at - since, 2),
+                "to_s": round(at - since, 2),
+                "ms": {k: v for k, v in spent.items() if v >= 5},
+            }
+        )
+    return windows
 
 
 def partition_of(game: str) -> int:
@@ -84,14 +130,24 @@ def latencies(
     return out
 
 
-async def layout_run(ctx: Context, instances: int, lines: list[Line], kill: bool) -> dict[str, Any]:
-    """One layout: its instances, a warm-up, the steady phase and (``kill``) the kill phase."""
+async def layout_run(
+    ctx: Context, instances: int, lines: list[Line], kill: bool, heartbeat_ms: int
+) -> dict[str, Any]:
+    """One layout: its instances, a warm-up, the steady phase and (``kill``) the kill phase;
+    ``heartbeat_ms``: the instances' ``REFEREE_KAFKA_HEARTBEAT_INTERVAL_MS``."""
     topics = fresh_topics()
     await make_topics(ctx, [topics.input, topics.verdicts, topics.dlq], partitions=PARTITIONS)
     url = await fresh_database(ctx, f"cluster{instances}", migrate=True)
     group = f"bench-cluster{instances}-{uuid.uuid4().hex[:6]}"
     served = [
-        await start_serve(ctx, url, topics, name=f"{group}-{i}", group=group)
+        await start_serve(
+            ctx,
+            url,
+            topics,
+            name=f"{group}-{i}",
+            group=group,
+            extra_env={"REFEREE_KAFKA_HEARTBEAT_INTERVAL_MS": str(heartbeat_ms)},
+        )
         for i in range(instances)
     ]
     await settled(served)
@@ -104,7 +160,12 @@ async def layout_run(ctx: Context, instances: int, lines: list[Line], kill: bool
     sent_at: dict[tuple[str, int], float] = {}
     warm = int(LOAD * WARMUP_SECONDS)
     steady = warm + int(LOAD * STEADY_SECONDS)
-    result: dict[str, Any] = {"instances": instances, "partitions": PARTITIONS, "load": LOAD}
+    result: dict[str, Any] = {
+        "instances": instances,
+        "partitions": PARTITIONS,
+        "load": LOAD,
+        "heartbeat_ms": heartbeat_ms,
+    }
     try:
         await paced_produce(producer, topics.input, lines[:warm], LOAD, sent_at)
         await asyncio.sleep(1.0)
@@ -120,7 +181,8 @@ async def layout_run(ctx: Context, instances: int, lines: list[Line], kill: bool
             "max": max(steady_ms, default=float("nan")),
         }
         say(
-            f"   {instances} instance(s), {LOAD}/s on {PARTITIONS} partitions: p50 "
+            f"   {instances} instance(s), {LOAD}/s on {PARTITIONS} partitions, heartbeat "
+            f"{heartbeat_ms} ms: p50 "
             f"{result['p50']:.0f} ms, p99 {result['p99']:.0f} ms ({len(steady_ms)} verdicts)"
         )
         if kill:
@@ -153,7 +215,12 @@ async def kill_phase(
     await asyncio.sleep(KILL_AFTER_SECONDS)
     victim.process.send_signal(signal.SIGKILL)
     killed_at = time.monotonic()
+    survivors = served[1:]
+    timeline = asyncio.create_task(
+        stage_timeline(survivors, killed_at + SCRAPED_AFTER_KILL[1] + SCRAPE_SECONDS)
+    )
     await producing
+    timelines = await timeline
     await asyncio.sleep(3.0)
     sampled = latencies(watcher, sent_at, since)
     before = [ms for sent, ms, p in sampled if p in others and sent < killed_at]
@@ -176,6 +243,14 @@ async def kill_phase(
         and sent_at.get((game, seq), 0) > killed_at
     ]
     waited = [ms for sent, ms, p in sampled if p in dead and sent >= killed_at]
+    # their backlog drained: the last verdict of a record sent before they published again
+    drained = [
+        arrived
+        for game, seq, arrived in watcher.arrivals[since:]
+        if partition_of(game) in dead
+        and resumed
+        and killed_at <= sent_at.get((game, seq), 0) < min(resumed)
+    ]
     # the others' slowest 1% in the first window: when (seconds after the kill) and where
     slowest = sorted(
         (
@@ -189,7 +264,9 @@ async def kill_phase(
         f"   killed an instance owning {sorted(dead)}: the others' p99 "
         f"{percentile(first, 0.99):.0f} ms in the 10 s after, {percentile(second, 0.99):.0f} ms "
         f"in the 10 s after that; its partitions published again "
-        f"{(min(resumed) - killed_at) if resumed else float('nan'):.1f} s after the kill; "
+        f"{(min(resumed) - killed_at) if resumed else float('nan'):.1f} s after the kill "
+        f"(their backlog drained {(max(drained) - killed_at) if drained else float('nan'):.1f} s "
+        "after it); "
         f"the slowest 1% sent {min(at for _, at, _ in slowest):.1f}-"
         f"{max(at for _, at, _ in slowest):.1f} s after it, on partitions "
         f"{sorted({p for _, _, p in slowest})}"
@@ -204,9 +281,17 @@ async def kill_phase(
         "others_second_p99": percentile(second, 0.99),
         "others_second_max": max(second, default=float("nan")),
         "dead_resumed_s": (min(resumed) - killed_at) if resumed else float("nan"),
+        "dead_drained_s": (max(drained) - killed_at) if drained else float("nan"),
         "dead_max_ms": max(waited, default=float("nan")),
         "dead_p99_ms": percentile(waited, 0.99),
         "verdicts_after_kill": len(first) + len(second),
+        "survivor_stages": [
+            {
+                "partitions": owned(s.log.read_text(errors="replace")),
+                "windows": stage_windows(t, killed_at),
+            }
+            for s, t in zip(survivors, timelines, strict=True)
+        ],
         "others_first_slowest": [
             {"ms": round(ms), "sent_after_kill_s": round(at, 2), "partition": p}
             for ms, at, p in slowest
@@ -219,10 +304,11 @@ async def run(ctx: Context) -> None:
     say(f"9. one partition, one owner: {INSTANCES} instances against one, {LOAD}/s in total")
     seconds = WARMUP_SECONDS + STEADY_SECONDS + AFTER_KILL_SECONDS + KILL_AFTER_SECONDS
     lines = phase_lines(LOAD, seconds, 4242)
+    layouts = [(1, HEARTBEATS_MS[0]), *((INSTANCES, ms) for ms in HEARTBEATS_MS)]
     rounds = [
-        await layout_run(ctx, instances, lines, kill=instances > 1)
+        await layout_run(ctx, instances, lines, kill=instances > 1, heartbeat_ms=ms)
         for round_number in range(ctx.sizes.repeats)
-        for instances in ((1, INSTANCES) if round_number % 2 == 0 else (INSTANCES, 1))
+        for instances, ms in (layouts if round_number % 2 == 0 else layouts[::-1])
     ]
     ctx.results["cluster"] = {"rounds": rounds}
     ctx.note(

@@ -43,6 +43,12 @@ EMBEDDED_MISSING = (
 SCHEMES = frozenset({"postgresql", "postgres", "postgresql+asyncpg", "postgresql+psycopg"})
 SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 SSL_FILES = ("sslrootcert", "sslcert", "sslkey")
+SERVER_SETTINGS = {"jit": "off"}
+"""Set on every connection. The referee's statements are short lookups and writes: the JIT
+compiles a statement when its estimated cost is high, which an unanalyzed partition's
+estimates make it (a fresh journal partition before autovacuum's first ANALYZE), and then
+spends 400-500 ms compiling a lookup that runs in 2 (docs/store.md, "Lookups that do not
+depend on statistics")."""
 PASSED_THROUGH = frozenset({"host", "port", "ssl", "prepared_statement_cache_size"})
 """Query parameters SQLAlchemy's asyncpg dialect reads itself."""
 LIBPQ = frozenset({*SSL_FILES, "sslmode", "sslpassword", "connect_timeout", "application_name"})
@@ -105,8 +111,9 @@ def parse_database_url(url: str) -> DatabaseTarget:
         connect_args["ssl"] = tls
     if "connect_timeout" in query:
         connect_args["timeout"] = _seconds(query["connect_timeout"])
+    connect_args["server_settings"] = dict(SERVER_SETTINGS)
     if "application_name" in query:
-        connect_args["server_settings"] = {"application_name": query["application_name"]}
+        connect_args["server_settings"]["application_name"] = query["application_name"]
     _check_passed_through(query)
     kept = {k: v for k, v in query.items() if k in PASSED_THROUGH}
     target = parsed.set(drivername="postgresql+asyncpg", query=kept)

@@ -86,17 +86,10 @@ async def test_rolling_upgrade_from_the_global_relay_loses_and_repeats_nothing(
     figures = Figures("rolling_upgrade")
     store = Store(stack.database_url)
     holder = await asyncpg.connect(plain(stack.database_url))
-    python = python_of(previous_release)
-    old: dict[str, object] = {"python": python, "cwd": previous_release}
+    old: dict[str, object] = {"python": python_of(previous_release), "cwd": previous_release}
     try:
         # given release 0.1 on its own schema, refereeing and publishing the first part
-        await asyncio.to_thread(
-            subprocess.run,
-            [python, "-m", "referee", "migrate", "--database", stack.database_url],
-            cwd=previous_release,
-            check=True,
-            capture_output=True,
-        )
+        await referee(stack.database_url, "migrate", tree=previous_release)
         await produce(stack.bootstrap, stack.topics.input, first)
         life, _ = stack.start("old-1", **old)
         await store.wait_until(len(first) // 2, limit=120)
@@ -112,13 +105,7 @@ async def test_rolling_upgrade_from_the_global_relay_loses_and_repeats_nothing(
         )
         figures["global_outbox_backlog_at_upgrade"] = int(backlog)
         # when this release's migration runs beside it (the Helm pre-upgrade hook)
-        migrated = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "referee", "migrate", "--database", stack.database_url],
-            capture_output=True,
-            text=True,
-        )
-        assert migrated.returncode == 0, migrated.stderr
+        await referee(stack.database_url, "migrate")
         # and an instance of this release joins the group: partitions move to it mid-game
         new, _ = stack.start("new-1")
         await wait_for_log(stack.workdir / "new-1.log", "took the publishing over", 60)
@@ -133,13 +120,8 @@ async def test_rolling_upgrade_from_the_global_relay_loses_and_repeats_nothing(
         figures["old_relay_led_after_takeover"] = "relay leads" in old_log
         # then every verdict and dead letter is published once, as the replay gives them
         await verify(stack, log, tmp_path, figures)
-        audit = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "referee", "audit", "--database", stack.database_url],
-            capture_output=True,
-            text=True,
-        )
-        assert audit.returncode == 0, audit.stdout + audit.stderr
+        audit = await referee(stack.database_url, "audit")
+        assert "audit passed" in audit.stdout
         assert new.poll() is None
         figures["legacy_rows_read_through_journal"] = int(
             await holder.fetchval("SELECT count(*) FROM verdicts WHERE source_partition IS NULL")
@@ -178,13 +160,7 @@ async def test_serve_resumes_from_the_positions_an_earlier_release_stored(
     old: dict[str, object] = {"python": python_of(tree), "cwd": tree}
     try:
         # given the earlier release on its own schema, serving the first half of the topic
-        await asyncio.to_thread(
-            subprocess.run,
-            [python_of(tree), "-m", "referee", "migrate", "--database", stack.database_url],
-            cwd=tree,
-            check=True,
-            capture_output=True,
-        )
+        await referee(stack.database_url, "migrate", tree=tree)
         assert await schema_of(stack.database_url) == schema
         await produce(stack.bootstrap, stack.topics.input, first)
         life, _ = stack.start(f"serve-{earlier}", **old)
@@ -203,13 +179,7 @@ async def test_serve_resumes_from_the_positions_an_earlier_release_stored(
         # and more events arrive while nothing serves
         await produce(stack.bootstrap, stack.topics.input, waiting)
         # and this release migrates the store to its newest revision
-        migrated = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "referee", "migrate", "--database", stack.database_url],
-            capture_output=True,
-            text=True,
-        )
-        assert migrated.returncode == 0, migrated.stderr
+        await referee(stack.database_url, "migrate")
         assert await schema_of(stack.database_url) == newest_schema()
         # and serves on the same group and database, the rest of the log arriving
         new, _ = stack.start("serve-new")
@@ -225,18 +195,28 @@ async def test_serve_resumes_from_the_positions_an_earlier_release_stored(
             stored[0]["last"],
         )
         assert judged_again[0]["n"] == 0, "this release judged a record the earlier one had"
-        audit = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "referee", "audit", "--database", stack.database_url],
-            capture_output=True,
-            text=True,
-        )
-        assert audit.returncode == 0, audit.stdout + audit.stderr
+        audit = await referee(stack.database_url, "audit")
         assert "audit passed" in audit.stdout
         assert new.poll() is None, stack.logs()
     finally:
         await store.close()
         figures.emit()
+
+
+async def referee(
+    url: str, command: str, *, tree: Path | None = None, module: str = "referee"
+) -> subprocess.CompletedProcess[str]:
+    """Runs ``python -m MODULE COMMAND --database URL``: this release's, or the one built
+    in ``tree`` (its own interpreter and source); it must succeed."""
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [python_of(tree) if tree else sys.executable, "-m", module, command, "--database", url],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
 
 
 async def schema_of(url: str) -> str:
@@ -297,23 +277,12 @@ async def test_rolling_upgrade_from_0_3_judges_each_game_under_the_revision_it_s
     this_version = importlib.metadata.version("referee")
     try:
         # given release 0.3.0 on its schema, alone, starting every game of the first part
-        await asyncio.to_thread(
-            subprocess.run,
-            [python_of(release_030), "-m", "referee", "migrate", "--database",
-             stack.database_url],
-            cwd=release_030, check=True, capture_output=True,
-        )  # fmt: skip
+        await referee(stack.database_url, "migrate", tree=release_030)
         await produce(stack.bootstrap, stack.topics.input, first)
         older, _ = stack.start("old", **old)
         await store.wait_until(len(first), limit=120)
         # when this release's migration runs beside it (the Helm pre-upgrade hook)
-        migrated = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "referee", "migrate", "--database", stack.database_url],
-            capture_output=True,
-            text=True,
-        )
-        assert migrated.returncode == 0, migrated.stderr
+        await referee(stack.database_url, "migrate")
         # and an instance of this release, revision 2 its newest, joins the group: half the
         # partitions move to it mid-game
         new, _ = stack.start("new", module="tests.revision2")
@@ -390,13 +359,7 @@ async def test_rolling_upgrade_from_0_3_judges_each_game_under_the_revision_it_s
         assert new_ones & differing_games(new_1.verdicts, new_2.verdicts)
         # every verdict and dead letter is published once, as its game's revision gives it
         await verify(stack, log, tmp_path, figures, expected=expected)
-        audit = await asyncio.to_thread(
-            subprocess.run,
-            [sys.executable, "-m", "tests.revision2", "audit", "--database",
-             stack.database_url],
-            capture_output=True, text=True,
-        )  # fmt: skip
-        assert audit.returncode == 0, audit.stdout + audit.stderr
+        audit = await referee(stack.database_url, "audit", module="tests.revision2")
         figures["audit"] = [
             line for line in audit.stdout.splitlines() if " by " in line or "passed" in line
         ]

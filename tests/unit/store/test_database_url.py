@@ -25,7 +25,7 @@ def test_postgresql_schemes_become_asyncpg(scheme: str) -> None:
     assert (target.url.host, target.url.port, target.url.database) == ("db", 5433, "referee")
     assert target.url.password == "pw"
     assert target.shown == f"{scheme}://u:***@db:5433/referee"
-    assert target.connect_args == {}
+    assert target.connect_args == {"server_settings": {"jit": "off"}}
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,7 @@ def test_what_cannot_be_honoured_is_refused_without_the_password(url: str, says:
 @pytest.mark.parametrize("mode", ["disable", "allow", "prefer", "require"])
 def test_plain_sslmodes_are_asyncpgs_own(mode: str) -> None:
     target = parse_database_url(f"postgresql://u@h/d?sslmode={mode}")
-    assert target.connect_args == {"ssl": mode}
+    assert target.connect_args == {"ssl": mode, "server_settings": {"jit": "off"}}
     assert "sslmode" not in target.url.query, "asyncpg never sees libpq's keyword"
 
 
@@ -138,7 +138,7 @@ def test_other_libpq_parameters_become_asyncpg_arguments() -> None:
     )
     assert target.connect_args == {
         "timeout": 7.0,
-        "server_settings": {"application_name": "referee-ops"},
+        "server_settings": {"jit": "off", "application_name": "referee-ops"},
     }
     assert dict(target.url.query) == {"host": "/run/pg"}  # the dialect reads it itself
 
