@@ -719,9 +719,19 @@ def _figures(rounds: list[dict[str, Any]], instances: int, key: str) -> list[flo
     return [float(x[key]) for x in rounds if x["instances"] == instances]
 
 
-def _heartbeat(x: dict[str, Any]) -> str:
-    """The heartbeat interval a round ran with (rounds before it was varied: 250 ms)."""
-    return f"{x.get('heartbeat_ms', 250)} ms"
+def _heartbeat(x: dict[str, Any]) -> int:
+    """The heartbeat interval a round ran with, in ms (rounds before it was varied: 250)."""
+    return int(x.get("heartbeat_ms", 250))
+
+
+def _rises_by_heartbeat(rounds: list[dict[str, Any]]) -> dict[int, list[float]]:
+    """The others' p99 rise after each kill (ms, in round order), by heartbeat interval,
+    the longest interval first."""
+    rises: dict[int, list[float]] = {}
+    for x in sorted((x for x in rounds if "kill" in x), key=lambda x: -_heartbeat(x)):
+        k = x["kill"]
+        rises.setdefault(_heartbeat(x), []).append(k["others_first_p99"] - k["others_before_p99"])
+    return rises
 
 
 def cluster_summary(rounds: list[dict[str, Any]]) -> list[str]:
@@ -743,16 +753,13 @@ def cluster_summary(rounds: list[dict[str, Any]]) -> list[str]:
             f" {'**met**' if met else '**not met**'} |"
         )
     ]
-    for heartbeat in sorted({_heartbeat(x) for x in many}, key=lambda h: -int(h.split()[0])):
-        kills = [x["kill"] for x in many if "kill" in x and _heartbeat(x) == heartbeat]
-        if kills:
-            extra = [k["others_first_p99"] - k["others_before_p99"] for k in kills]
-            rows.append(
-                f"| 9. one of them killed (heartbeat {heartbeat}): the others' p99, 10 s after"
-                " | <= steady + 100 ms |"
-                f" {', '.join(f'{v:+.0f}' for v in extra)} ms | | |"
-                f" {'**met**' if max(extra) <= 100 else '**not met**'} |"
-            )
+    for heartbeat, extra in _rises_by_heartbeat(many).items():
+        rows.append(
+            f"| 9. one of them killed (heartbeat {heartbeat} ms): the others' p99, 10 s after"
+            " | <= steady + 100 ms |"
+            f" {', '.join(f'{v:+.0f}' for v in extra)} ms | | |"
+            f" {'**met**' if max(extra) <= 100 else '**not met**'} |"
+        )
     return rows
 
 
@@ -787,13 +794,12 @@ def cluster_section(rounds: list[dict[str, Any]]) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     out += [
-        f"| {x['instances']} | {_heartbeat(x)} | {x['achieved']:,.0f} | {x['verdicts']:,} |"
+        f"| {x['instances']} | {_heartbeat(x)} ms | {x['achieved']:,.0f} | {x['verdicts']:,} |"
         f" {x['p50']:.0f} | {x['p99']:.0f} | {x['max']:.0f} |"
         for x in rounds
     ]
     killed = [x for x in rounds if "kill" in x]
-    kills = [x["kill"] for x in killed]
-    if kills:
+    if killed:
         out += [
             "",
             (
@@ -807,7 +813,7 @@ def cluster_section(rounds: list[dict[str, Any]]) -> list[str]:
         for x in killed:
             k = x["kill"]
             out.append(
-                f"| {_heartbeat(x)} | {', '.join(map(str, k['dead_partitions']))} |"
+                f"| {_heartbeat(x)} ms | {', '.join(map(str, k['dead_partitions']))} |"
                 f" {k['others_before_p99']:.0f} ms | {k['others_first_p99']:.0f} ms |"
                 f" {k['others_second_p99']:.0f} ms | {_slowest_sent(k)} |"
                 f" {k['dead_resumed_s']:.1f} s | {k.get('dead_drained_s', float('nan')):.1f} s |"
@@ -832,15 +838,9 @@ def cluster_section(rounds: list[dict[str, Any]]) -> list[str]:
     one = sorted(x["p99"] for x in rounds if x["instances"] == 1)
     four = sorted(x["p99"] for x in rounds if x["instances"] != 1)
     if one and four:
-        by_heartbeat: dict[str, list[float]] = {}
-        for x in killed:
-            k = x["kill"]
-            by_heartbeat.setdefault(_heartbeat(x), []).append(
-                k["others_first_p99"] - k["others_before_p99"]
-            )
-        rises = [r for values in by_heartbeat.values() for r in values]
+        by_heartbeat = _rises_by_heartbeat(rounds)
         after = "; the others' p99 in the 10 s after a kill rose by " + "; ".join(
-            f"{', '.join(f'{r:+.0f}' for r in sorted(values))} ms (heartbeat {heartbeat})"
+            f"{', '.join(f'{r:+.0f}' for r in sorted(values))} ms (heartbeat {heartbeat} ms)"
             for heartbeat, values in by_heartbeat.items()
         )
         out += [
@@ -848,7 +848,7 @@ def cluster_section(rounds: list[dict[str, Any]]) -> list[str]:
             f"Median p99: {statistics.median(four):.0f} ms with four instances,"
             f" {statistics.median(one):.0f} ms with one (ratio"
             f" {statistics.median(four) / statistics.median(one):.2f})"
-            + (after + "." if rises else "."),
+            + (after + "." if by_heartbeat else "."),
         ]
     out.append("")
     return out

@@ -244,12 +244,11 @@ async def kill_phase(
     ]
     waited = [ms for sent, ms, p in sampled if p in dead and sent >= killed_at]
     # their backlog drained: the last verdict of a record sent before they published again
+    again = min(resumed, default=killed_at)
     drained = [
         arrived
         for game, seq, arrived in watcher.arrivals[since:]
-        if partition_of(game) in dead
-        and resumed
-        and killed_at <= sent_at.get((game, seq), 0) < min(resumed)
+        if partition_of(game) in dead and killed_at <= sent_at.get((game, seq), 0) < again
     ]
     # the others' slowest 1% in the first window: when (seconds after the kill) and where
     slowest = sorted(
