@@ -58,7 +58,7 @@ def serve(args: argparse.Namespace) -> int:
 
     async def run() -> None:
         engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
-        app, service = build(settings, engine)
+        app, _, _, ops = build(settings, engine)
         tune()
         try:
             await app.run()
@@ -70,9 +70,8 @@ def serve(args: argparse.Namespace) -> int:
             raise UnavailableError(str(refused)) from refused
         finally:
             # after a failed start the ops port and the engine are still open
-            if service.ops is not None:
-                with contextlib.suppress(Exception):
-                    await service.ops.stop()
+            with contextlib.suppress(Exception):
+                await ops.stop()
             await engine.dispose()
 
     with reaching(db):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import NamedTuple
 
 from referee.contracts.rejection import Source
@@ -48,15 +50,20 @@ class StepResult:
 
 
 class PositionMoved(Exception):  # noqa: N818 - a fact, like the events
-    """Another consumer committed this partition further than this one knew: it must re-seek."""
+    """The store does not hold a partition as this consumer knew it: another writer committed
+    it further, another owner took it (``lost``), or the store lost commits (it went back in
+    time). The consumer must take the partition again, or give it up when lost."""
 
-    def __init__(self, topic: str, partition: int, stored: int, expected: int) -> None:
-        super().__init__(
-            f"{topic}[{partition}] is at {stored} in the store, this consumer expected {expected}"
-        )
+    def __init__(
+        self, topic: str, partition: int, stored: int, expected: int, *, lost: bool = False
+    ) -> None:
+        detail = "another owner took it" if lost else f"this consumer expected {expected}"
+        super().__init__(f"{topic}[{partition}] is at {stored} in the store, {detail}")
         self.topic = topic
         self.partition = partition
         self.stored = stored
+        self.expected = expected
+        self.lost = lost
 
 
 class OutboxChunk(NamedTuple):
@@ -74,6 +81,12 @@ class OutboxChunk(NamedTuple):
     through: int
     verdicts: tuple[VerdictRow, ...]
     dead_letters: tuple[DeadLetterRow, ...]
+    causes: Mapping[int, int]
+    """The input offset of the record each row's journal row holds (by journal id): what a
+    publisher matches against the output topics, a coordinate the store cannot forget."""
+
+
+_NO_CAUSES: Mapping[int, int] = MappingProxyType({})
 
 
 def chunks_of(expected: dict[Partition, int], rows: StepRows) -> list[OutboxChunk]:
@@ -85,6 +98,9 @@ def chunks_of(expected: dict[Partition, int], rows: StepRows) -> list[OutboxChun
     dead: dict[Partition, list[DeadLetterRow]] = {}
     for d in rows.dead_letters:
         dead.setdefault((d.source_topic, d.source_partition), []).append(d)
+    causes: Mapping[int, int] = (
+        {j.id: j.source_offset for j in rows.journal} if verdicts or dead else _NO_CAUSES
+    )
     return [
         OutboxChunk(
             p.topic,
@@ -93,6 +109,7 @@ def chunks_of(expected: dict[Partition, int], rows: StepRows) -> list[OutboxChun
             p.offset,
             tuple(verdicts.get((p.topic, p.partition), ())),
             tuple(dead.get((p.topic, p.partition), ())),
+            causes,
         )
         for p in rows.positions
     ]

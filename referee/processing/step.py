@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed
@@ -61,6 +61,9 @@ class _Judged:
     """The tally before the batch."""
 
 
+_UNOWNED = 2**63
+"""The position of a partition the step does not hold: every record of it is skipped."""
+
 OnCommitted = Callable[[StepResult], None]
 """Called when a batch's transaction has committed (to count, to commit offsets)."""
 
@@ -96,8 +99,13 @@ class ProcessingStep:
         on_appended: OnAppended | None = None,
         observe: StageObserver | None = None,
         rules_revision: int = NEWEST,
+        owned_only: bool = False,
     ) -> None:
         self.store = store
+        self.owned_only = owned_only
+        """Judges only the partitions adopted (``adopt``): the live service's, each taken under
+        a term of ownership. Otherwise a partition's position is read when its first record
+        comes (a replay of a log)."""
         self.group_id = group_id
         self.referee = Referee(max_event_bytes, eager_prints=True, rules_revision=rules_revision)
         self.cache = GameCache(self.referee.games, cache_games)
@@ -112,68 +120,72 @@ class ProcessingStep:
         processed, counting the batch in flight."""
         self.committed: dict[Partition, int] = {}
         """The last offset known committed, per (topic, partition)."""
+        self.epochs: dict[Partition, int] = {}
+        """The term of ownership each adopted partition is written under (its fence checks
+        that it is still the partition's newest)."""
+        self._discarded: dict[Partition, int] = {}
+        """Partitions whose records are skipped in batches received up to a number."""
         self._in_flight: tuple[_Judged, asyncio.Task[None]] | None = None
 
     # --- partitions come and go ------------------------------------------------------------
 
     async def pause(self) -> None:
         """Settles the batch in flight and drops the numbers in hand: the partitions are being
-        reassigned (what is known of them stays until ``take_partitions``)."""
+        reassigned (what is known of them stays until ``adopt`` or ``forget``)."""
         async with self._lock:
             await self._settle()
             self.ids.clear()
 
-    async def take_partitions(self, topic: str, partitions: list[int]) -> dict[int, int]:
-        """Makes these the partitions of ``topic`` this step owns; returns their stored
-        positions (absent: nothing stored).
-
-        A partition it owned before and finds where it left it keeps its cached games (no
-        other writer touched them); any other partition it knew is forgotten, games and all.
-        """
+    async def adopt(self, topic: str, terms: Mapping[int, tuple[int | None, int]]) -> None:
+        """Makes these partitions of ``topic`` this step's, each under a term of ownership and
+        from a stored position (``{partition: (epoch, stored)}``; an epoch of None is not
+        fenced): whatever it knew of them before (games, positions) is dropped."""
         async with self._lock:
             await self._settle()
             self.ids.clear()
-            stored = await self.store.load_positions(self.group_id, topic, partitions)
-            owned = {(topic, p) for p in partitions}
-            stale = {tp for tp in self.committed if tp[0] == topic and tp not in owned}
-            for p in partitions:
-                now = stored.get(p, -1)
-                if self.committed.get((topic, p), now) != now:
-                    stale.add((topic, p))
-                self.positions[topic, p] = self.committed[topic, p] = now
-            for tp in stale - owned:
+            adopted = {(topic, p) for p in terms}
+            self.cache.evict_partitions(adopted)
+            for partition, (epoch, stored) in terms.items():
+                tp = topic, partition
+                if epoch is None:
+                    self.epochs.pop(tp, None)
+                else:
+                    self.epochs[tp] = epoch
+                self.positions[tp] = self.committed[tp] = stored
+
+    async def forget(self, partitions: Iterable[Partition]) -> None:
+        """Drops what this step knew of partitions it no longer owns (games, positions, term)."""
+        async with self._lock:
+            await self._settle()
+            self.ids.clear()
+            gone = set(partitions)
+            for tp in gone:
                 self.positions.pop(tp, None)
                 self.committed.pop(tp, None)
-            self.cache.evict_partitions(stale)
-            return stored
+                self.epochs.pop(tp, None)
+            self.cache.evict_partitions(gone)
 
-    async def forget_partitions(self, partitions: set[Partition]) -> None:
-        """Drops what this instance knew of partitions it no longer owns (their games too)."""
-        async with self._lock:
-            await self._settle()
-            self.ids.clear()
-            for tp in partitions:
-                self.positions.pop(tp, None)
-                self.committed.pop(tp, None)
-            self.cache.evict_partitions(set(partitions))
+    def discard(self, tp: Partition, through: int) -> None:
+        """Skips the partition's records in every batch received up to number ``through``
+        (its consumer paused it then: what was fetched before is stale, and its take seeks it
+        again from the stored position)."""
+        self._discarded[tp] = max(through, self._discarded.get(tp, through))
 
-    async def load_positions(self, topic: str, partitions: list[int]) -> dict[int, int]:
-        """Reads the stored positions of these partitions (and remembers them)."""
-        async with self._lock:
-            await self._settle()
-            self.ids.clear()
-            return await self._read_positions(topic, partitions)
+    def epoch_of(self, tp: Partition) -> int | None:
+        """Returns the term this step writes a partition under (None: none, not fenced)."""
+        return self.epochs.get(tp)
 
     # --- batches ---------------------------------------------------------------------------
 
-    async def process(self, records: list[InputRecord]) -> StepResult:
+    async def process(self, records: list[InputRecord], received: int = 0) -> StepResult:
         """Processes a batch in one transaction, waiting for it; on failure nothing is kept,
-        not even cache. A record it cannot process is isolated (``isolation.py``)."""
+        not even cache. A record it cannot process is isolated (``isolation.py``).
+        ``received``: the batch's number, for ``discard``."""
         async with self._lock:
             await self._settle()
-            return await self._isolating(records)
+            return await self._isolating(self._kept_records(records, received))
 
-    async def submit(self, records: list[InputRecord]) -> None:
+    async def submit(self, records: list[InputRecord], received: int = 0) -> None:
         """Judges a batch now and writes it once the batch in flight has committed, without
         waiting for its own write (``settle`` or the next call does).
 
@@ -182,6 +194,7 @@ class ProcessingStep:
         record that cannot be written is isolated as ``process`` isolates it.
         """
         async with self._lock:
+            records = self._kept_records(records, received)
             try:
                 judged = await self._judge(records)
             except Exception as exc:
@@ -208,6 +221,21 @@ class ProcessingStep:
         """Waits for the batch in flight to be written (raises as ``submit`` does)."""
         async with self._lock:
             await self._settle()
+
+    def _kept_records(self, records: list[InputRecord], received: int) -> list[InputRecord]:
+        """The batch without the records of partitions discarded up to its number."""
+        discarded = self._discarded
+        if not discarded:
+            return records
+        stale = set()
+        for tp, through in list(discarded.items()):
+            if received <= through:
+                stale.add(tp)
+            else:  # later batches are all fetched after the partition's pause
+                del discarded[tp]
+        if not stale:
+            return records
+        return [r for r in records if (r.topic, r.partition) not in stale]
 
     # --- the pipeline ----------------------------------------------------------------------
 
@@ -275,7 +303,7 @@ class ProcessingStep:
         await self._ensure_positions([record])
         tp = (record.topic, record.partition)
         result = StepResult()
-        if record.offset <= self.positions[tp]:
+        if record.offset <= self.positions.get(tp, _UNOWNED):
             result.skipped = 1
             return result
         processed = self.referee.quarantine(record.raw, record.source, detail)
@@ -302,7 +330,7 @@ class ProcessingStep:
         in memory move on at once (``_undo`` takes them back if the write fails)."""
         await self._ensure_positions(records)
         positions = self.positions
-        fresh = [r for r in records if r.offset > positions[r.topic, r.partition]]
+        fresh = [r for r in records if r.offset > positions.get((r.topic, r.partition), _UNOWNED)]
         if not fresh:
             return None
         result = StepResult(skipped=len(records) - len(fresh), transactions=1)
@@ -364,21 +392,27 @@ class ProcessingStep:
         new owner has started on; the lock serialises them and the check makes the second one
         give up and re-seek, so no record is ever processed twice.
         """
+        epochs = self.epochs
         fence = [
-            Fenced(topic, partition, offset) for (topic, partition), offset in expected.items()
+            Fenced(topic, partition, offset, epochs.get((topic, partition)))
+            for (topic, partition), offset in expected.items()
         ]
         written = await self.store.write(self.group_id, fence, rows)
         moved = written.moved
         if moved is not None:
             # Another writer numbered records after every number in hand: those reserved
             # before would put this consumer's next rows before its in the journal and the
-            # partition's outbox. Its games may have moved on too.
-            self.ids.clear()
-            self.committed[moved.topic, moved.partition] = moved.stored
-            self.cache.evict_partitions({(moved.topic, moved.partition)})
-            raise PositionMoved(
-                moved.topic, moved.partition, moved.stored, expected[moved.topic, moved.partition]
+            # partition's outbox. Its games may have moved on too (or back: the store lost
+            # commits), so they are read again.
+            tp = moved.topic, moved.partition
+            mine = epochs.get(tp)
+            lost = mine is not None and (
+                moved.epoch > mine or (moved.epoch == mine and moved.released)
             )
+            self.ids.clear()
+            self.committed[tp] = moved.stored
+            self.cache.evict_partitions({tp})
+            raise PositionMoved(moved.topic, moved.partition, moved.stored, expected[tp], lost=lost)
         if self.on_appended is not _unannounced:
             self.on_appended(chunks_of(expected, rows))
         return written
@@ -392,6 +426,8 @@ class ProcessingStep:
         return stored
 
     async def _ensure_positions(self, records: list[InputRecord]) -> None:
+        if self.owned_only:
+            return  # a partition not adopted is not this step's: its records are skipped
         missing: dict[str, list[int]] = {}
         for r in records:
             if (r.topic, r.partition) not in self.positions:

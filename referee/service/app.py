@@ -1,18 +1,20 @@
-"""``referee serve``: the FastStream application around the processing step, composed.
+"""``referee serve``: the composition root (as cosmicpython's ``bootstrap``).
 
-One process, one job: the consumer of the game-event topic (one member of the group), the
-processing step it feeds batch by batch (``batch.py``), and the publishers of the input
-partitions it owns (``publisher.py``). Offsets belong to the database: on every assignment
-the consumer seeks to the stored position + 1 (``listener.py``); Kafka's committed offsets
-are written for lag monitoring only.
+Every part is built once, in dependency order, and handed what it needs; nothing is wired
+after it is made. One process, one job: the consumer of the game-event topic (one member of
+the group), the processing step it feeds batch by batch (``batch.py``), the partitions it owns
+from their take to their giving back (``partitions.py``: their terms, checks, publishers),
+and the operations port. Offsets belong to the database: on every assignment the consumer
+seeks to the stored position + 1; Kafka's committed offsets are written for lag monitoring.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
+from aiokafka import AIOKafkaConsumer
 from faststream import AckPolicy, FastStream
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
@@ -24,13 +26,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.processing.step import ProcessingStep
 from referee.service.assignor import StickyAssignor
-from referee.service.batch import BatchHandler
+from referee.service.batch import BatchHandler, Progress
 from referee.service.http import OpsServer
 from referee.service.kafka_options import consumer_options, kafka_security, publisher_producers
 from referee.service.listener import PositionListener
 from referee.service.metrics import Metrics
-from referee.service.poll import without_idle_sleep
-from referee.service.publisher import Outbox, Publishers, Publishing
+from referee.service.partitions import Handover, Owner, Partitions
+from referee.service.patches import poll_without_idle_sleep, quicken_next_transaction
+from referee.service.poll import Polls
+from referee.service.publisher import Outbox, Publishing
 from referee.service.runtime import Service
 from referee.service.settings import Settings
 from referee.service.tails import TopicTails
@@ -39,39 +43,97 @@ from referee.store.outbox_store import PostgresOutboxStore
 from referee.store.step_store import PostgresStepStore
 
 
-def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]:
-    """Composes the broker, the consumer, the step, the publishers and the ops server."""
+class Built(NamedTuple):
+    """The running referee, composed."""
+
+    app: FastStream
+    broker: KafkaBroker
+    service: Service
+    ops: OpsServer
+
+
+def build(settings: Settings, engine: AsyncEngine) -> Built:
+    """Composes the broker, the consumer, the step, the partitions and the ops server."""
+    quicken_next_transaction()
     security = kafka_security(settings)
+    options = consumer_options(settings, security)
     metrics = Metrics(
         revision=settings.build_revision,
         rules_revision=settings.rules_revision,
         topics=(settings.verdict_topic, settings.dlq_topic),
     )
     broker = _broker(settings, security, metrics)
-    publishing, preflight = _publishing(settings, security, engine, metrics)
-    publishers = Publishers(publishing)
+
+    def consumer() -> AIOKafkaConsumer | None:
+        # FastStream makes the group's consumer when the broker starts (the name is bound
+        # below, before anything can call this)
+        found: AIOKafkaConsumer | None = getattr(subscriber, "consumer", None)
+        return found
+
+    step_store = PostgresStepStore(engine, partitions=settings.partition_policy)
+    outbox_store = PostgresOutboxStore(engine)
+    tails = TopicTails(options)
+    make_producer = publisher_producers(settings, security)
+    polls = Polls()
+    progress = Progress(metrics, consumer)
+    handover = Handover(settings.input_topic)
     step = ProcessingStep(
-        PostgresStepStore(engine, partitions=settings.partition_policy),
+        step_store,
         settings.group_id,
         max_event_bytes=settings.max_event_bytes,
         cache_games=settings.cache_games,
         rules_revision=settings.rules_revision,
-        on_appended=publishers.appended,
+        on_committed=progress.committed,
+        on_appended=handover.appended,
         observe=metrics.observe_stage,
+        owned_only=True,
     )
-    service = Service(settings, engine, broker, step, publishers, metrics)
-    service.preflight = preflight
-    service.ops = OpsServer(
+    publishing = Publishing(
+        group_id=settings.group_id,
+        topic=settings.input_topic,
+        transactional_prefix=settings.relay_transactional_id,
+        verdicts=Outbox("verdicts", settings.verdict_topic),
+        dead_letters=Outbox("dead_letters", settings.dlq_topic),
+        make_producer=make_producer,
+        store=outbox_store,
+        tails=tails,
+        metrics=metrics,
+    )
+    preflight = Preflight(
+        group_id=settings.group_id,
+        input_topic=settings.input_topic,
+        verdict_topic=settings.verdict_topic,
+        dlq_topic=settings.dlq_topic,
+        transactional_prefix=settings.relay_transactional_id,
+        kafka_options=options,
+        store=outbox_store,
+        make_producer=make_producer,
+        tails=tails,
+    )
+    partitions = Partitions(
+        group_id=settings.group_id,
+        topic=settings.input_topic,
+        owner=Owner.of_this_process(),
+        step=step,
+        store=step_store,
+        publishing=publishing,
+        handover=handover,
+        preflight=preflight,
+        metrics=metrics,
+        consumer=consumer,
+        polls=polls,
+        ready_requires_partition=settings.ready_requires_partition,
+    )
+    service = Service(settings, engine, step, partitions, progress, metrics, consumer)
+    ops = OpsServer(
         settings.http_host,
         settings.http_port,
         service.exposition,
         service.readiness,
         service.liveness,
     )
-    handler = BatchHandler(service)
-    step.on_committed = handler.committed
-    subscriber = _subscriber(broker, settings, PositionListener(service))
-    service.subscriber = subscriber
+    handler = BatchHandler(step, partitions, progress, metrics, polls, pipeline=settings.pipeline)
+    subscriber = _subscriber(broker, settings, PositionListener(partitions), polls)
 
     @subscriber
     async def referee_batch(message: KafkaMessage) -> None:
@@ -79,11 +141,13 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         await handler(message.raw_message)
 
     app = FastStream(broker, logger=logging.getLogger("referee.app"))
+    app.on_startup(ops.start)  # the probes answer from the first moment
     app.on_startup(service.start)
     app.after_startup(service.started)
     app.on_shutdown(service.stop)
     app.after_shutdown(service.closed)
-    return app, service
+    app.after_shutdown(ops.stop)
+    return Built(app, broker, service, ops)
 
 
 def _broker(settings: Settings, security: BaseSecurity | None, metrics: Metrics) -> KafkaBroker:
@@ -103,21 +167,23 @@ def _broker(settings: Settings, security: BaseSecurity | None, metrics: Metrics)
         title="domino.referee-verdicts",
         description="Verdicts (FoulRecorded, PointsScored, BlockDeclared, RoundScored, "
         "GameWon), keyed by game id, on the partition number of their input, in Kafka "
-        "transactions: read with isolation.level=read_committed. Header outbox-position: the "
-        "verdict's position in its input partition's outbox.",
+        "transactions: read with isolation.level=read_committed. Headers: outbox-position, "
+        "the verdict's position in its input partition's outbox; input-offset, the offset "
+        "of the input record that gave it.",
     )
     broker.publisher(
         settings.dlq_topic,
         title="domino.game-events.dlq",
         description="EventRejected for every input that could not be judged, keyed by the "
-        "input key, on the partition number of the input, in Kafka transactions: read with "
-        "isolation.level=read_committed.",
+        "input key (its first 16 KiB, with the header key-cut giving the whole length when "
+        "longer), on the partition number of the input, in Kafka transactions: read with "
+        "isolation.level=read_committed. Headers as the verdicts'.",
     )
     return broker
 
 
 def _subscriber(
-    broker: KafkaBroker, settings: Settings, listener: PositionListener
+    broker: KafkaBroker, settings: Settings, listener: PositionListener, polls: Polls
 ) -> BatchSubscriber:
     """The batch subscriber of the input topic: one member of the consumer group."""
     subscriber = broker.subscriber(
@@ -138,7 +204,7 @@ def _subscriber(
         description="Input events from the game backends (GameStarted, RoundStarted, "
         "TilePlayed, TileDrawn, Passed), keyed by game id.",
     )
-    without_idle_sleep(subscriber, settings.batch_linger_ms, settings.batch_size)
+    poll_without_idle_sleep(subscriber, settings.batch_linger_ms, settings.batch_size, polls)
     return subscriber
 
 
@@ -152,37 +218,3 @@ def _assignors() -> Sequence[Any]:
 async def _raw_batch(message: StreamMessage[Any]) -> Any:
     """Skips FastStream's decoding: the handler reads the raw records, the edge validates."""
     return message.body
-
-
-def _publishing(
-    settings: Settings, security: BaseSecurity | None, engine: AsyncEngine, metrics: Metrics
-) -> tuple[Publishing, Preflight]:
-    """What the partitions' publishers share, and the checks and the takeover run before
-    the consumer joins its group (on the same store, producers and tail reader)."""
-    options = consumer_options(settings, security)
-    store = PostgresOutboxStore(engine)
-    tails = TopicTails(options)
-    make_producer = publisher_producers(settings, security)
-    publishing = Publishing(
-        group_id=settings.group_id,
-        topic=settings.input_topic,
-        transactional_prefix=settings.relay_transactional_id,
-        verdicts=Outbox("verdicts", settings.verdict_topic),
-        dead_letters=Outbox("dead_letters", settings.dlq_topic),
-        make_producer=make_producer,
-        store=store,
-        tails=tails,
-        metrics=metrics,
-    )
-    preflight = Preflight(
-        group_id=settings.group_id,
-        input_topic=settings.input_topic,
-        verdict_topic=settings.verdict_topic,
-        dlq_topic=settings.dlq_topic,
-        transactional_prefix=settings.relay_transactional_id,
-        kafka_options=options,
-        store=store,
-        make_producer=make_producer,
-        tails=tails,
-    )
-    return publishing, preflight

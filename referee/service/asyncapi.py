@@ -22,8 +22,9 @@ from faststream.specification import AsyncAPI
 from referee.contracts.schemas import all_schemas
 from referee.contracts.verdicts import VERDICT_TYPES
 from referee.contracts.wire import EVENT_TYPES, GAME_ID_PATTERN
+from referee.service.publisher import KEY_CUT_HEADER
 from referee.service.settings import Settings
-from referee.service.tails import POSITION_HEADER
+from referee.service.tails import CAUSE_HEADER, POSITION_HEADER
 
 INPUT = list(EVENT_TYPES)
 VERDICTS = list(VERDICT_TYPES)
@@ -59,12 +60,29 @@ OUTPUT_HEADERS: dict[str, Any] = {
             "pattern": "^[0-9]+$",
             "description": "The record's position in its input partition's outbox, in ASCII "
             "decimal digits: verdicts.position for a verdict, dead_letters.position for a dead "
-            "letter (PostgreSQL). Within a partition positions only grow; across partitions "
-            "they interleave. A partition's publisher resumes after the highest one it finds "
-            "on its partition; a consumer can resume by it or measure its lag against "
-            "verdict_log.position.",
+            "letter (PostgreSQL). Within a partition positions grow, but for one case: after "
+            "the store was put back in time (a restore, a failover to a replica that lagged) "
+            "the input it lost is judged again and numbered anew, so a consumer must not take "
+            "a smaller position for a repeat: verdict_id says that.",
             "examples": ["1041"],
-        }
+        },
+        CAUSE_HEADER: {
+            "type": "string",
+            "pattern": "^[0-9]+$",
+            "description": "The offset, in its input partition, of the input record that gave "
+            "this record, in ASCII decimal digits. It only grows within a partition; a "
+            "partition's publisher resumes after the input record of the last record it finds "
+            "on its partition. Absent from records published by releases before 0.5.",
+            "examples": ["52210"],
+        },
+        KEY_CUT_HEADER: {
+            "type": "string",
+            "pattern": "^[0-9]+$",
+            "description": "Dead letters only, and only when the input key was longer than "
+            "16 KiB: the key's whole length in bytes; the record's key is then its first "
+            "16 KiB (the whole key is in the referee's store).",
+            "examples": ["900000"],
+        },
     },
     "required": [POSITION_HEADER],
 }
@@ -139,14 +157,15 @@ def asyncapi_document() -> dict[str, Any]:
 
     settings = Settings(database_url="postgresql://docs@localhost/docs")
     engine = create_engine(settings.database_url.get_secret_value())
-    _, service = build(settings, engine)
+    built = build(settings, engine)
     spec = AsyncAPI(
-        service.broker,
+        built.broker,
         title="referee",
         version="1",
         description="An event-sourced referee for dominoes: game events in; fouls, scores, "
         "blocked games and game wins out; bad input to a dead-letter topic. Every message is "
-        "JSON; every record of the two output topics carries the header outbox-position.",
+        "JSON; every record of the two output topics carries the headers outbox-position and "
+        "input-offset.",
         schema_version="3.0.0",
     )
     doc: dict[str, Any] = json.loads(spec.to_specification().to_json())

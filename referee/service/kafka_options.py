@@ -3,37 +3,13 @@ the publishers' transactional producers and of the tail reader."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-import aiokafka.producer.sender as aiokafka_sender
 from aiokafka import AIOKafkaProducer
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
 
 from referee.service.publisher import MakeProducer
 from referee.service.settings import Settings
-
-log = logging.getLogger("referee.publisher")
-
-NEXT_TRANSACTION_RETRY_SECONDS = 0.002
-"""How soon a transaction's first partitions are asked for again while the one before settles.
-
-Right after a commit the broker is still writing the transaction's markers, and answers the
-next transaction's ``AddPartitionsToTxn`` with ``CONCURRENT_TRANSACTIONS`` until they are
-written (about a millisecond). aiokafka then retries after a fixed 20 ms
-(``aiokafka.producer.sender.BACKOFF_OVERRIDE``, the Java client's figure of KAFKA-5477), so a
-partition's transactions, which follow each other at once whenever verdicts keep coming,
-would each wait those 20 ms (bench/notes.md has the measurement). aiokafka has no setting
-for it: this module owns the patch, and a test holds aiokafka's handler to it.
-"""
-
-
-def quicken_next_transaction(seconds: float = NEXT_TRANSACTION_RETRY_SECONDS) -> None:
-    """Sets aiokafka's retry after ``CONCURRENT_TRANSACTIONS`` (warns if aiokafka has none)."""
-    if not isinstance(getattr(aiokafka_sender, "BACKOFF_OVERRIDE", None), float):
-        log.warning("aiokafka has no BACKOFF_OVERRIDE: back-to-back transactions wait its own")
-        return
-    aiokafka_sender.BACKOFF_OVERRIDE = seconds
 
 
 def kafka_security(settings: Settings) -> BaseSecurity | None:
@@ -85,7 +61,6 @@ def publisher_producers(settings: Settings, security: BaseSecurity | None) -> Ma
     """Returns a maker of the publishers' transactional producers (one per partition and
     term, each with the transactional id it is given)."""
     options = consumer_options(settings, security)
-    quicken_next_transaction()
 
     def make(transactional_id: str) -> AIOKafkaProducer:
         return AIOKafkaProducer(

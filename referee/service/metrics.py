@@ -150,6 +150,45 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.partition_refused = Gauge(
+            "referee_partition_refused",
+            "1 for each owned input partition the referee refuses to judge now, by reason: "
+            "input_gone (input it needs was deleted before it processed it), input_recreated "
+            "(the input partition is not the one the store processed).",
+            ["partition", "reason"],
+            registry=r,
+        )
+        self.store_behind = Counter(
+            "referee_store_behind",
+            "Partitions taken whose output topics held records of input the store had not "
+            "processed (the store lost commits): that input is judged again, and only what "
+            "the topics lack is published.",
+            registry=r,
+        )
+        self.already_published = Counter(
+            "referee_already_published_rows",
+            "Outbox rows not sent because their input record's rows were on the topic already "
+            "(judged again after the store lost commits), by outbox.",
+            ["outbox"],
+            registry=r,
+        )
+        self.withheld = Counter(
+            "referee_withheld_rows",
+            "Outbox rows the broker refused for good (too large for the topic, say): kept in "
+            "the store and recorded in withheld_rows, not published; by outbox.",
+            ["outbox"],
+            registry=r,
+        )
+        self.partitions_lost = Counter(
+            "referee_partitions_lost",
+            "Owned partitions given up because another owner took them (its term newer).",
+            registry=r,
+        )
+        self.publishers_failing = Gauge(
+            "referee_publishers_failing",
+            "Publishers of this instance whose last try to publish failed (they retry).",
+            registry=r,
+        )
         self.consumer_lag = Gauge(
             "referee_consumer_lag",
             "Records behind the end of each input partition this instance owns.",
@@ -205,6 +244,8 @@ class Metrics:
         for outbox in ("verdicts", "dead_letters"):
             self.relay_unpublished.labels(outbox)
             self.relay_oldest_unpublished.labels(outbox)
+            self.already_published.labels(outbox)
+            self.withheld.labels(outbox)
         for topic in topics:
             self.published.labels(topic)
 

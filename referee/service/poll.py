@@ -22,6 +22,7 @@ on the real broker, ``tests/integration/kafka/test_poll_fairness.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
@@ -32,19 +33,34 @@ Batch = tuple[ConsumerRecord[bytes, bytes], ...]
 Poll = Callable[[AIOKafkaConsumer], Coroutine[Any, Any, Batch]]
 
 
-def batch_poll(timeout_ms: int, max_records: int) -> Poll:
+@dataclass(slots=True)
+class Polls:
+    """Numbers the batches the poll returns: the consume loop polls, then hands the batch to
+    the handler, one at a time, so the number of the last batch returned is the handler's.
+    A partition paused when ``count`` was n has no record in a batch numbered above n until
+    it is resumed (after a seek): what a batch up to n holds of it is stale."""
+
+    count: int = 0
+
+
+def batch_poll(timeout_ms: int, max_records: int, polls: Polls | None = None) -> Poll:
     """Returns a poll that gives the empty batch back at once: the consume loop polls again,
     checking in between whether it is stopping; the wait for idle records is ``getmany``'s.
     A batch holds at most ``max_records``, of which one partition's backlog fills half at
-    most, and the partitions behind it share the rest."""
+    most, and the partitions behind it share the rest. Each batch with records is numbered
+    in ``polls``."""
     first_share = max(1, max_records // 2)
+    numbered = polls if polls is not None else Polls()
 
     async def get_msg(consumer: AIOKafkaConsumer) -> Batch:
         got = await consumer.getmany(timeout_ms=timeout_ms, max_records=first_share)
         taken = sum(len(records) for records in got.values())
         if taken == first_share and taken < max_records:
             got = {**got, **await _shared_out(consumer, got.keys(), max_records - taken)}
-        return tuple(chain.from_iterable(got.values()))
+        batch = tuple(chain.from_iterable(got.values()))
+        if batch:
+            numbered.count += 1
+        return batch
 
     return get_msg
 
@@ -68,8 +84,3 @@ async def _shared_out(
             if room <= 0:
                 break
     return got
-
-
-def without_idle_sleep(subscriber: Any, timeout_ms: int, max_records: int) -> None:
-    """Gives a FastStream batch subscriber the poll above."""
-    subscriber.get_msg = batch_poll(timeout_ms, max_records)

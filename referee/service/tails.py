@@ -1,21 +1,49 @@
-"""How far each output partition got: the outbox position of its last committed record.
+"""How far each output partition got: its last committed record's outbox position and input
+offset.
 
-Every record the referee publishes carries the header ``outbox-position``. The committed
-records of an output partition are a prefix of the outbox they come from, in position order,
-so the last one says where its publisher resumes.
+Every record the referee publishes carries the headers ``outbox-position`` (its row's place in
+its input partition's outbox, a number the store hands out) and ``input-offset`` (the offset of
+the input record that gave it, a coordinate the store cannot forget; releases before 0.5 did
+not write it). The committed records of an output partition are a prefix of what its input
+partition's records gave, in input order, so the last one says where its publisher resumes.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 POSITION_HEADER = "outbox-position"
+CAUSE_HEADER = "input-offset"
+
+
+class Tail(NamedTuple):
+    """The last committed record of an output partition."""
+
+    position: int
+    """Its ``outbox-position``."""
+    cause: int | None
+    """Its ``input-offset`` (None: published by a release that did not write it)."""
+
+
 TAIL_WINDOW = 50
 TAIL_STALL_SECONDS = 10.0
+
+
+class Survey(NamedTuple):
+    """What a partition's new owner reads of Kafka once it has fenced the previous one."""
+
+    log_start: int
+    """The input partition's first offset still held (records before it were deleted)."""
+    end: int
+    """The input partition's end offset (the next record's)."""
+    record: bytes | None
+    """The input record at the store's position (the last processed), when still held."""
+    tails: dict[TopicPartition, Tail]
+    """The last committed record of each output partition that has one."""
 
 
 class TopicTails:
@@ -24,9 +52,34 @@ class TopicTails:
     def __init__(self, client_options: dict[str, Any]) -> None:
         self.options = client_options
 
-    async def read(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        """Returns the highest ``outbox-position`` of the last committed records of each
-        partition that has one.
+    async def survey(
+        self, source: TopicPartition, stored: int, outputs: list[TopicPartition]
+    ) -> Survey:
+        """Returns the input partition's offsets and its record at ``stored`` (when it still
+        holds it), and the last committed record of each output partition, with one consumer."""
+        consumer = self._consumer()
+        await consumer.start()
+        try:
+            starts = await consumer.beginning_offsets([source])
+            ends = await consumer.end_offsets([source])
+            start, end = starts[source], ends[source]
+            record = None
+            if start <= stored < end:
+                record = await _record_at(consumer, source, stored)
+            return Survey(start, end, record, await _tails(consumer, outputs))
+        finally:
+            await consumer.stop()
+
+    def _consumer(self) -> AIOKafkaConsumer:
+        return AIOKafkaConsumer(
+            enable_auto_commit=False,
+            group_id=None,
+            isolation_level="read_committed",
+            **self.options,
+        )
+
+    async def read(self, partitions: list[TopicPartition]) -> dict[TopicPartition, Tail]:
+        """Returns the last committed record of each partition that has one.
 
         Reads ``read_committed``: the end offsets are then the last stable offsets, and
         records of aborted transactions are skipped. Those can fill a partition's tail (an
@@ -35,38 +88,60 @@ class TopicTails:
         """
         if not partitions:
             return {}
-        consumer = AIOKafkaConsumer(
-            enable_auto_commit=False,
-            group_id=None,
-            isolation_level="read_committed",
-            **self.options,
-        )
+        consumer = self._consumer()
         await consumer.start()
         try:
-            consumer.assign(partitions)
-            ends: dict[TopicPartition, int] = await consumer.end_offsets(partitions)
-            last: dict[TopicPartition, int] = {}
-            window = TAIL_WINDOW
-            spans = {tp: (max(0, ends[tp] - window), ends[tp]) for tp in partitions if ends[tp] > 0}
-            while spans:
-                found = await _read_spans(consumer, spans)
-                last.update(found)
-                window *= 8
-                spans = {
-                    tp: (max(0, start - window), start)
-                    for tp, (start, _) in spans.items()
-                    if tp not in found and start > 0
-                }
-            return last
+            return await _tails(consumer, partitions)
         finally:
             await consumer.stop()
 
 
+async def _tails(
+    consumer: AIOKafkaConsumer, partitions: list[TopicPartition]
+) -> dict[TopicPartition, Tail]:
+    """The last committed record of each partition that has one, on a started consumer."""
+    if not partitions:
+        return {}
+    consumer.assign(partitions)
+    ends: dict[TopicPartition, int] = await consumer.end_offsets(partitions)
+    last: dict[TopicPartition, Tail] = {}
+    window = TAIL_WINDOW
+    spans = {tp: (max(0, ends[tp] - window), ends[tp]) for tp in partitions if ends[tp] > 0}
+    while spans:
+        found = await _read_spans(consumer, spans)
+        last.update(found)
+        window *= 8
+        spans = {
+            tp: (max(0, start - window), start)
+            for tp, (start, _) in spans.items()
+            if tp not in found and start > 0
+        }
+    return last
+
+
+async def _record_at(consumer: AIOKafkaConsumer, tp: TopicPartition, offset: int) -> bytes | None:
+    """Returns the value of a partition's record at ``offset`` (None: none there, such as a
+    record of an aborted transaction)."""
+    consumer.assign([tp])
+    consumer.seek(tp, offset)
+    deadline = time.monotonic() + TAIL_STALL_SECONDS
+    while time.monotonic() < deadline:
+        batch = await consumer.getmany(tp, timeout_ms=200, max_records=1)
+        for r in batch.get(tp, ()):
+            return (r.value or b"") if r.offset == offset else None
+        if await consumer.position(tp) > offset:
+            return None
+    raise RuntimeError(f"could not read the record at offset {offset} of {tp}")
+
+
 async def _read_spans(
     consumer: AIOKafkaConsumer, spans: dict[TopicPartition, tuple[int, int]]
-) -> dict[TopicPartition, int]:
-    """Reads [start, stop) of each partition; returns the highest position header of each."""
-    found: dict[TopicPartition, int] = {}
+) -> dict[TopicPartition, Tail]:
+    """Reads [start, stop) of each partition; returns the last record of each that carries a
+    position (the last by offset: after the store went back in time, positions on the topic
+    need not ascend)."""
+    found: dict[TopicPartition, Tail] = {}
+    found_at: dict[TopicPartition, int] = {}
     consumer.resume(*spans)
     for tp, (start, _) in spans.items():
         consumer.seek(tp, start)
@@ -78,9 +153,10 @@ async def _read_spans(
         for tp, records in batch.items():
             stop = spans[tp][1]
             for r in records:
-                position = _header(r.headers) if r.offset < stop else None
-                if position is not None:
-                    found[tp] = max(found.get(tp, 0), position)
+                tail = _tail(r.headers) if r.offset < stop else None
+                if tail is not None and r.offset >= found_at.get(tp, -1):
+                    found[tp] = tail
+                    found_at[tp] = r.offset
         for tp in list(pending):
             # the position moves past aborted batches and commit markers too, which
             # getmany never returns: it, not the records, says the span is read
@@ -120,8 +196,11 @@ async def partition_ids(options: dict[str, Any], topic: str) -> list[int]:
     return list(range(count))
 
 
-def _header(headers: Any) -> int | None:
+def _tail(headers: Any) -> Tail | None:
+    position = cause = None
     for name, value in headers or ():
         if name == POSITION_HEADER:
-            return int(value)
-    return None
+            position = int(value)
+        elif name == CAUSE_HEADER:
+            cause = int(value)
+    return None if position is None else Tail(position, cause)

@@ -55,7 +55,7 @@ class Preflight:
     async def run(self) -> Judged:
         """Checks the topics and takes the publishing over; says which partitions to judge."""
         judged = await self.check_partitions()
-        await self.take_over(judged.partitions)
+        await self.take_over()
         return judged
 
     async def check_partitions(self) -> Judged:
@@ -85,8 +85,11 @@ class Preflight:
             await self.store.record_input_partitions(self.group_id, self.input_topic, count)
         return Judged(self.input_topic, judged, count)
 
-    async def take_over(self, partitions: int) -> None:
-        """Retires the global relay of releases up to 0.1, once per database."""
+    async def take_over(self) -> None:
+        """Retires the global relay of releases up to 0.1, once per database.
+
+        The relay published by key, to any partition of the output topics, so every partition
+        of each is read (an output topic may have more than the input)."""
         async with self.store.takeover() as takeover:
             if await takeover.done(self.input_topic):
                 return
@@ -95,12 +98,13 @@ class Preflight:
             await producer.start()  # fences the global relay: its open transaction aborts
             await producer.stop()
             published = dict(reached)
-            for outbox, topic in (
-                ("verdicts", self.verdict_topic),
-                ("dead_letters", self.dlq_topic),
-            ):
-                tails = await self.tails.read([TopicPartition(topic, p) for p in range(partitions)])
-                published[outbox] = max([published[outbox], *tails.values()])
+            outputs = {"verdicts": self.verdict_topic, "dead_letters": self.dlq_topic}
+            counts = await partition_counts(self.kafka_options, list(outputs.values()))
+            for outbox, topic in outputs.items():
+                tails = await self.tails.read(
+                    [TopicPartition(topic, p) for p in range(counts[topic])]
+                )
+                published[outbox] = max([published[outbox], *(t.position for t in tails.values())])
             await takeover.record(self.input_topic, published)
             log.info("took the publishing over from the global relay", extra=published)
 

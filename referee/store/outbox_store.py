@@ -37,6 +37,9 @@ class OutboxRow(NamedTuple):
     position: int
     key: bytes | None
     body: bytes
+    cause: int | None = None
+    """The input offset of the record that gave the row (None: not known, a row of release
+    0.1 whose journal row was archived)."""
 
 
 class PostgresOutboxStore:
@@ -58,7 +61,85 @@ class PostgresOutboxStore:
         order (its rows from before revision 0008 found through their journal rows)."""
         async with self._driver() as driver:
             rows = await driver.fetch(_ROWS_AFTER[_table(outbox)], topic, partition, after, limit)
-        return [OutboxRow(int(p), _key_bytes(k), str(b).encode()) for p, k, b in rows]
+        return [
+            OutboxRow(int(p), _key_bytes(k), str(b).encode(), None if c is None else int(c))
+            for p, k, b, c in rows
+        ]
+
+    async def published_position(
+        self, outbox: str, topic: str, partition: int, cause: int, hint: int
+    ) -> int:
+        """Returns the position of the partition's last outbox row whose input record is at or
+        before offset ``cause`` (0: none): the store's own numbering of what the output topic
+        holds when its last record came from input offset ``cause``. ``hint``, the position
+        that record carries, is tried first: it is the answer unless the store numbered its
+        rows differently since (it went back in time and judged again)."""
+        table = _table(outbox)
+        async with self._driver() as driver:
+            at_hint = await driver.fetchval(_CAUSE_AT[table], topic, partition, hint)
+            if at_hint is not None and int(at_hint) == cause:
+                return hint
+            found = await driver.fetchval(_LAST_CAUSED[table], topic, partition, cause)
+        return 0 if found is None else int(found)
+
+    async def withhold(
+        self, outbox: str, topic: str, partition: int, row: OutboxRow, reason: str
+    ) -> None:
+        """Records that a row of the partition's outbox is not published: the broker refused
+        it for good (it stays in the store; ``rows_after`` no longer returns it)."""
+        async with self._driver() as driver:
+            await driver.execute(
+                "INSERT INTO withheld_rows (outbox, topic, partition, position, cause, reason)"
+                " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+                _table(outbox),
+                topic,
+                partition,
+                row.position,
+                row.cause,
+                reason,
+            )
+
+    async def accepted_gap(
+        self, group_id: str, topic: str, partition: int, first_missing: int, next_offset: int
+    ) -> bool:
+        """Checks if an operator accepted that the partition's input from ``first_missing``
+        up to ``next_offset`` is lost (``referee partitions --accept-gap``)."""
+        async with self._driver() as driver:
+            found = await driver.fetchval(
+                "SELECT count(*) FROM input_gaps WHERE group_id = $1 AND topic = $2"
+                " AND partition = $3 AND first_missing <= $4 AND next_offset >= $5",
+                group_id,
+                topic,
+                partition,
+                first_missing,
+                next_offset,
+            )
+        return bool(found)
+
+    async def accept_gap(
+        self, group_id: str, topic: str, partition: int, first_missing: int, next_offset: int
+    ) -> None:
+        """Records that the partition's input from ``first_missing`` up to ``next_offset`` is
+        accepted as lost: the partition goes on from ``next_offset``."""
+        async with self._driver() as driver:
+            await driver.execute(
+                "INSERT INTO input_gaps (group_id, topic, partition, first_missing, next_offset)"
+                " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                group_id,
+                topic,
+                partition,
+                first_missing,
+                next_offset,
+            )
+
+    async def processed_record(
+        self, group_id: str, topic: str, partition: int, offset: int
+    ) -> bytes | None:
+        """Returns the bytes the journal holds of the partition's record at ``offset`` when that
+        is its stored position (the last record processed), None when not found."""
+        async with self._driver() as driver:
+            found = await driver.fetchval(_PROCESSED_RECORD, group_id, topic, partition, offset)
+        return None if found is None else bytes(found)
 
     async def checkpoint(self, outbox: str, topic: str, partition: int) -> int:
         """Returns how far the partition's outbox is known to be published (0: nothing
@@ -178,12 +259,40 @@ class Takeover:
 def _rows_after(table: str) -> str:
     key = OUTBOX_KEYS[table]
     return (
-        f"(SELECT position, {key}, body FROM {table} WHERE source_topic = $1"  # noqa: S608 - known names
-        " AND source_partition = $2 AND position > $3 ORDER BY position LIMIT $4)"
-        f" UNION ALL (SELECT o.position, o.{key}, o.body FROM {table} o"
+        f"(SELECT o.position, o.{key}, o.body, j.source_offset FROM {table} o"  # noqa: S608 - known names
+        f" LEFT JOIN LATERAL ({_CAUSE_OF}) j ON true WHERE o.source_topic = $1"
+        " AND o.source_partition = $2 AND o.position > $3"
+        f" AND NOT EXISTS (SELECT FROM withheld_rows w WHERE w.outbox = '{table}'"
+        " AND w.topic = $1 AND w.partition = $2 AND w.position = o.position)"
+        " ORDER BY o.position LIMIT $4)"
+        f" UNION ALL (SELECT o.position, o.{key}, o.body, j.source_offset FROM {table} o"
         " JOIN journal j ON j.id = o.journal_id WHERE o.source_partition IS NULL"
         " AND o.position > $3 AND j.source_topic = $1 AND j.source_partition = $2"
         " ORDER BY o.position LIMIT $4) ORDER BY position LIMIT $4"
+    )
+
+
+# The input offset of an outbox row's record: its journal row was written in the same
+# transaction, so it has the same recorded_at (one time partition, one index probe).
+_CAUSE_OF = (
+    "SELECT jr.source_offset FROM journal jr WHERE jr.id = o.journal_id"
+    " AND jr.recorded_at = o.recorded_at OFFSET 0"
+)
+
+
+def _cause_at(table: str) -> str:
+    return (
+        f"SELECT j.source_offset FROM {table} o, LATERAL ({_CAUSE_OF}) j"  # noqa: S608 - known names
+        " WHERE o.source_topic = $1 AND o.source_partition = $2 AND o.position = $3"
+    )
+
+
+def _last_caused(table: str) -> str:
+    # walks back from the newest row: as many rows as were judged after that record
+    return (
+        f"SELECT o.position FROM {table} o, LATERAL ({_CAUSE_OF}) j"  # noqa: S608 - known names
+        " WHERE o.source_topic = $1 AND o.source_partition = $2 AND j.source_offset <= $3"
+        " ORDER BY o.position DESC LIMIT 1"
     )
 
 
@@ -198,6 +307,13 @@ def _backlog(table: str) -> str:
 
 
 _ROWS_AFTER = {table: _rows_after(table) for table in OUTBOXES}
+_CAUSE_AT = {table: _cause_at(table) for table in OUTBOXES}
+_LAST_CAUSED = {table: _last_caused(table) for table in OUTBOXES}
+_PROCESSED_RECORD = (
+    "SELECT j.raw FROM consumer_positions p JOIN journal j ON j.id = p.journal_id"
+    " AND j.recorded_at = p.recorded_at WHERE p.group_id = $1 AND p.topic = $2"
+    ' AND p.partition = $3 AND p."offset" = $4 LIMIT 1'
+)
 _BACKLOG = {table: _backlog(table) for table in OUTBOXES}
 _STORED_POSITION = (
     'SELECT max("offset") FROM consumer_positions WHERE group_id = $1 AND topic = $2'

@@ -118,20 +118,52 @@ class StepRows:
 
 
 class Fenced(NamedTuple):
-    """A partition a write fences: the stored position it must find (-1 for none)."""
+    """A partition a write fences: the stored position it must find (-1 for none), and the
+    writer's term of ownership, which must be the partition's newest (None: not checked)."""
 
     topic: str
     partition: int
     expected: int
+    epoch: int | None = None
 
 
 class Moved(NamedTuple):
-    """A fenced partition whose stored position was not the one expected: another consumer
-    processed it further. Nothing of the write was kept."""
+    """A fenced partition the write did not find as expected: its stored position was not the
+    one expected, or its newest term of ownership not the writer's. Nothing of the write was
+    kept."""
 
     topic: str
     partition: int
     stored: int
+    epoch: int = 0
+    """The partition's newest term (0: none; the writer's own when only the position moved)."""
+    released: bool = False
+    """The newest term was given back by its owner."""
+
+
+class Taken(NamedTuple):
+    """An input partition taken by a new term of ownership (``referee_take``)."""
+
+    partition: int
+    epoch: int
+    stored: int
+    """The last processed offset (-1: none), read once the term was appended."""
+    previous_epoch: int
+    """The term before (0: none)."""
+    previous_released: bool
+    """The term before was given back cleanly by its owner."""
+    previous_owner: str | None
+    previous_transactional_id: str | None
+
+
+class Term(NamedTuple):
+    """A partition's newest term of ownership."""
+
+    partition: int
+    epoch: int
+    released: bool
+    stored: int
+    """The last processed offset (-1: none)."""
 
 
 class Written(NamedTuple):

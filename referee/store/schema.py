@@ -14,6 +14,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    SmallInteger,
     Table,
     Text,
     UniqueConstraint,
@@ -33,6 +34,9 @@ APPEND_ONLY_TABLES = (
     "input_partitions",
     "game_revisions",
     "carried_prints",
+    "partition_owners",
+    "withheld_rows",
+    "input_gaps",
 )
 """Tables no UPDATE, DELETE or TRUNCATE may touch (triggers raise)."""
 
@@ -269,6 +273,56 @@ carried_prints = Table(
     "when their journal partition was archived.",
 )
 Index("carried_prints_event", carried_prints.c.game_id, carried_prints.c.event_id)
+
+partition_owners = Table(
+    "partition_owners",
+    metadata,
+    Column("group_id", Text, primary_key=True),
+    Column("topic", Text, primary_key=True, comment="the input topic"),
+    Column("partition", Integer, primary_key=True),
+    Column("epoch", BigInteger, primary_key=True, comment="the term, from 1"),
+    Column("event", SmallInteger, primary_key=True, comment="1: taken, 2: given back cleanly"),
+    Column("owner", Text, nullable=False, comment="the instance, for people"),
+    Column(
+        "transactional_id",
+        Text,
+        nullable=False,
+        comment="the Kafka transactional id the owner publishes the partition with",
+    ),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="Each input partition's terms of ownership, appended as instances take and give "
+    "back partitions; the newest term counts.",
+)
+
+withheld_rows = Table(
+    "withheld_rows",
+    metadata,
+    Column("outbox", Text, primary_key=True, comment="verdicts or dead_letters"),
+    Column("topic", Text, primary_key=True, comment="the input topic"),
+    Column("partition", Integer, primary_key=True, comment="the input partition"),
+    Column("position", BigInteger, primary_key=True, comment="the row's position"),
+    Column("cause", BigInteger, comment="its input record's offset"),
+    Column("reason", Text, nullable=False, comment="what the broker said"),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="Outbox rows the broker refused for good: kept in the store, not published.",
+)
+
+input_gaps = Table(
+    "input_gaps",
+    metadata,
+    Column("group_id", Text, primary_key=True),
+    Column("topic", Text, primary_key=True, comment="the input topic"),
+    Column("partition", Integer, primary_key=True),
+    Column("first_missing", BigInteger, nullable=False, comment="the first offset lost"),
+    Column(
+        "next_offset",
+        BigInteger,
+        primary_key=True,
+        comment="the offset the partition goes on from (the log start when accepted)",
+    ),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    comment="Input records an operator accepted as lost: the partition goes on after them.",
+)
 
 TIME_PARTITION_PATTERN = (
     "(journal|game_versions|verdicts|dead_letters|consumer_positions)_p(_legacy|[0-9]{8}t[0-9]{6})"

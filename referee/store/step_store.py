@@ -33,6 +33,8 @@ from referee.store.rows import (
     StepRows,
     StoredGame,
     StoredPrint,
+    Taken,
+    Term,
     Written,
 )
 from referee.store.schema import (
@@ -78,6 +80,76 @@ class PostgresStepStore:
                 {"g": group_id, "t": topic, "p": wanted},
             )
             return {int(p): int(o) for p, o in result.all()}
+
+    async def take(
+        self,
+        group_id: str,
+        topic: str,
+        partitions: Sequence[int],
+        owner: str,
+        transactional_ids: Sequence[str],
+    ) -> list[Taken]:
+        """Takes these partitions by a new term each (``referee_take``, one transaction): once
+        it returns, no writer of an earlier term can commit a batch of them."""
+        if not partitions:
+            return []
+        ordered = sorted(zip(partitions, transactional_ids, strict=True))
+        async with self.engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            driver: Any = raw.driver_connection
+            async with driver.transaction():
+                rows = await driver.fetch(
+                    _TAKE,
+                    group_id,
+                    topic,
+                    [p for p, _ in ordered],
+                    [position_lock_name(group_id, topic, p) for p, _ in ordered],
+                    owner,
+                    [t for _, t in ordered],
+                )
+        return [
+            Taken(int(p), int(e), int(s), int(pe), pv == _GIVEN_BACK, po, pt)
+            for p, e, s, pe, pv, po, pt in rows
+        ]
+
+    async def terms(self, group_id: str, topic: str, partitions: Sequence[int]) -> list[Term]:
+        """Returns each partition's newest term and stored position (a partition never taken
+        has term 0)."""
+        if not partitions:
+            return []
+        async with self.engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            driver: Any = raw.driver_connection
+            found = {
+                int(p): (int(e), v == _GIVEN_BACK)
+                for p, e, v in await driver.fetch(_TERMS, group_id, topic, list(partitions))
+            }
+        stored = await self.load_positions(group_id, topic, partitions)
+        return [Term(p, *found.get(p, (0, False)), stored.get(p, -1)) for p in sorted(partitions)]
+
+    async def give_back(
+        self,
+        group_id: str,
+        topic: str,
+        owner: str,
+        terms: Sequence[tuple[int, int, str]],
+    ) -> None:
+        """Records that these (partition, epoch, transactional id) terms were given back
+        cleanly: nothing of theirs is in flight, so the next owner need not fence them."""
+        if not terms:
+            return
+        async with self.engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            driver: Any = raw.driver_connection
+            await driver.execute(
+                _GIVE_BACK,
+                group_id,
+                topic,
+                owner,
+                [p for p, _, _ in terms],
+                [e for _, e, _ in terms],
+                [t for _, _, t in terms],
+            )
 
     async def write(self, group_id: str, fence: Sequence[Fenced], rows: StepRows) -> Written:
         """Writes one step's rows in one transaction, if every fenced partition is still at
@@ -206,6 +278,9 @@ _RESERVE_IDS = (
 )
 
 
+_GIVEN_BACK = 2
+"""``partition_owners.event`` of a term given back (1: taken)."""
+
 INSERT_BELOW = 100
 """Journal rows a batch may have to be written by one statement rather than by COPYs: a few
 rows go faster in one round trip, many faster by COPY (bench/notes.md has the crossing)."""
@@ -240,31 +315,51 @@ async def _copy(driver: Any, tables: _Tables, records: Sequence[Sequence[tuple[A
             await driver.copy_records_to_table(table.name, records=rows, columns=columns)
 
 
-# The function's last two arguments took the global outbox lock of earlier releases and
-# notified their relay: NULL takes and notifies nothing.
+# The fence with each partition's term of ownership (migration 0012); ``referee_fence`` stays
+# for earlier releases running beside this one in a rolling upgrade.
 _FENCE = (
-    "SELECT referee_fence($1::text, $2::text[], $3::integer[], $4::bigint[], $5::text[], "
-    "NULL::bigint, NULL::text)"
+    "SELECT referee_fence_owned($1::text, $2::text[], $3::integer[], $4::bigint[], $5::text[], "
+    "$6::bigint[])"
 )
-_FENCE_ARGS = 5
+_FENCE_ARGS = 6
 
 
 def _fence_args(group_id: str, ordered: Sequence[Fenced]) -> list[Any]:
-    """The arguments of ``referee_fence`` for these partitions (in locking order)."""
+    """The arguments of ``referee_fence_owned`` for these partitions (in locking order)."""
     return [
         group_id,
         [f.topic for f in ordered],
         [f.partition for f in ordered],
         [f.expected for f in ordered],
         [position_lock_name(group_id, f.topic, f.partition) for f in ordered],
+        [f.epoch for f in ordered],
     ]
 
 
 def _moved(ordered: Sequence[Fenced], found: Sequence[int]) -> Moved:
-    """The partition ``referee_fence`` found moved: ``{index (1-based), stored offset}``."""
-    index, stored = found
+    """The partition the fence found moved: ``{index (1-based), stored offset, newest term,
+    given back}``."""
+    index, stored, epoch, released = found
     moved = ordered[index - 1]
-    return Moved(moved.topic, moved.partition, int(stored))
+    return Moved(moved.topic, moved.partition, int(stored), int(epoch), bool(released))
+
+
+_TAKE = (
+    "SELECT partition, epoch, stored, previous_epoch, previous_event, previous_owner,"
+    " previous_transactional_id FROM referee_take($1::text, $2::text, $3::integer[],"
+    " $4::text[], $5::text, $6::text[])"
+)
+_TERMS = (
+    "SELECT DISTINCT ON (o.partition) o.partition, o.epoch, o.event FROM partition_owners o"
+    " WHERE o.group_id = $1 AND o.topic = $2 AND o.partition = ANY($3::integer[])"
+    " ORDER BY o.partition, o.epoch DESC, o.event DESC"
+)
+_GIVE_BACK = (
+    "INSERT INTO partition_owners (group_id, topic, partition, epoch, event, owner,"
+    " transactional_id) SELECT $1, $2, u.p, u.e, 2, $3, u.t"
+    " FROM unnest($4::integer[], $5::bigint[], $6::text[]) AS u(p, e, t)"
+    " ON CONFLICT DO NOTHING"
+)
 
 
 async def _write_at_once(
