@@ -15,8 +15,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from aiokafka import TopicPartition
-from aiokafka.errors import ProducerFenced
+from aiokafka.errors import MessageSizeTooLargeError, ProducerFenced, RecordTooLargeError
 
+from referee.service.tails import Survey, Tail
 from referee.store.outbox_store import OutboxRow
 from referee.store.rows import (
     DeadLetterRow,
@@ -30,6 +31,8 @@ from referee.store.rows import (
     StepRows,
     StoredGame,
     StoredPrint,
+    Taken,
+    Term,
     VerdictRow,
     Written,
 )
@@ -70,6 +73,13 @@ class FakeStepStore:
     commit_gate: asyncio.Event | None = None
     """When set, a transaction that wrote rows waits for it before it commits (a write
     left in flight for as long as a test likes)."""
+    owners: list[tuple[str, str, int, int, int, str, str]] = field(default_factory=list)
+    """(group, topic, partition, epoch, event (1 taken, 2 given back), owner, transactional id)
+    of every term of ownership, in order."""
+    withheld: list[tuple[str, str, int, int, str]] = field(default_factory=list)
+    """(outbox, topic, partition, position, reason) of every row withheld."""
+    gaps: list[tuple[str, str, int, int, int]] = field(default_factory=list)
+    """(group, topic, partition, first missing, next offset) of every gap accepted."""
     _locks: dict[tuple[str, str, int], asyncio.Lock] = field(
         default_factory=lambda: defaultdict(asyncio.Lock)
     )
@@ -80,17 +90,22 @@ class FakeStepStore:
         return self.positions_of(group_id, topic, partitions)
 
     async def write(self, group_id: str, fence: Sequence[Fenced], rows: StepRows) -> Written:
-        """One fenced transaction: the positions' locks in order, the check, the rows kept
-        only if nothing raises (and, with ``commit_gate``, once the gate opens)."""
+        """One fenced transaction: the positions' locks in order, the check of each term and
+        position, the rows kept only if nothing raises (and, with ``commit_gate``, once the
+        gate opens)."""
         held: list[asyncio.Lock] = []
         try:
-            for f in sorted(fence):
+            for f in sorted(fence, key=lambda f: (f.topic, f.partition)):
                 lock = self._locks[group_id, f.topic, f.partition]
                 await lock.acquire()
                 held.append(lock)
                 stored = self.position_of(group_id, f.topic, f.partition)
+                if f.epoch is not None:
+                    epoch, released = self.term_of(group_id, f.topic, f.partition)
+                    if epoch != f.epoch or released:
+                        return Written(Moved(f.topic, f.partition, stored, epoch, released), 0.0)
                 if stored != f.expected:
-                    return Written(Moved(f.topic, f.partition, stored), 0.0)
+                    return Written(Moved(f.topic, f.partition, stored, f.epoch or 0, False), 0.0)
             tx = FakeStepTransaction(self)
             await tx.append(rows)
             if self.commit_gate is not None:
@@ -101,6 +116,55 @@ class FakeStepStore:
             for lock in held:
                 lock.release()
 
+    # the terms of ownership
+
+    def term_of(self, group_id: str, topic: str, partition: int) -> tuple[int, bool]:
+        """The partition's newest term and whether it was given back ((0, False): none)."""
+        found = [(o[3], o[4]) for o in self.owners if o[:3] == (group_id, topic, partition)]
+        if not found:
+            return 0, False
+        epoch, event = max(found)
+        return epoch, event == 2
+
+    async def take(
+        self,
+        group_id: str,
+        topic: str,
+        partitions: Sequence[int],
+        owner: str,
+        transactional_ids: Sequence[str],
+    ) -> list[Taken]:
+        taken = []
+        for p, txn in sorted(zip(partitions, transactional_ids, strict=True)):
+            async with self._locks[group_id, topic, p]:
+                previous, released = self.term_of(group_id, topic, p)
+                last = [o for o in self.owners if o[:4] == (group_id, topic, p, previous)]
+                self.owners.append((group_id, topic, p, previous + 1, 1, owner, txn))
+                taken.append(
+                    Taken(
+                        p,
+                        previous + 1,
+                        self.position_of(group_id, topic, p),
+                        previous,
+                        released,
+                        last[0][5] if last else None,
+                        last[0][6] if last else None,
+                    )
+                )
+        return taken
+
+    async def terms(self, group_id: str, topic: str, partitions: Sequence[int]) -> list[Term]:
+        return [
+            Term(p, *self.term_of(group_id, topic, p), self.position_of(group_id, topic, p))
+            for p in sorted(partitions)
+        ]
+
+    async def give_back(
+        self, group_id: str, topic: str, owner: str, terms: Sequence[tuple[int, int, str]]
+    ) -> None:
+        for p, epoch, txn in terms:
+            self.owners.append((group_id, topic, p, epoch, 2, owner, txn))
+
     @asynccontextmanager
     async def reads(self) -> AsyncIterator[FakeStepTransaction]:
         self.reads_opened += 1
@@ -110,6 +174,23 @@ class FakeStepStore:
 
     def is_outage(self, exc: BaseException) -> bool:
         return isinstance(exc, FakeOutageError)
+
+    def snapshot(self) -> Callable[[], None]:
+        """Returns what puts the store back to how it is now, as a restore from a copy (or a
+        failover to a replica that lagged) does: every row and sequence."""
+        tables = (
+            *("journal", "versions", "verdicts", "dead_letters", "positions", "revisions"),
+            *("checkpoints", "owners", "withheld", "gaps"),
+        )
+        saved = {name: list(getattr(self, name)) for name in tables}
+        sequences = dict(self.sequences)
+
+        def restore() -> None:
+            for name, rows in saved.items():
+                setattr(self, name, list(rows))
+            self.sequences = dict(sequences)
+
+        return restore
 
     def sequence(self, name: str, count: int) -> list[int]:
         """Takes ``count`` numbers of a sequence."""
@@ -129,19 +210,49 @@ class FakeStepStore:
         self, outbox: str, topic: str, partition: int, after: int, limit: int
     ) -> list[OutboxRow]:
         rows: list[OutboxRow] = []
+        cause = {j.id: j.source_offset for j in self.journal}
         if outbox == "verdicts":
             rows = [
-                OutboxRow(v.position, v.game_id.encode(), v.body.encode())
+                OutboxRow(v.position, v.game_id.encode(), v.body.encode(), cause.get(v.journal_id))
                 for v in self.verdicts
                 if (v.source_topic, v.source_partition) == (topic, partition)
             ]
         else:
             rows = [
-                OutboxRow(d.position, d.key, d.body.encode())
+                OutboxRow(d.position, d.key, d.body.encode(), cause.get(d.journal_id))
                 for d in self.dead_letters
                 if (d.source_topic, d.source_partition) == (topic, partition)
             ]
-        return sorted(r for r in rows if r.position > after)[:limit]
+        withheld = {w[3] for w in self.withheld if w[:3] == (outbox, topic, partition)}
+        return sorted(r for r in rows if r.position > after and r.position not in withheld)[:limit]
+
+    async def published_position(
+        self, outbox: str, topic: str, partition: int, cause: int, hint: int
+    ) -> int:
+        rows = await self.rows_after(outbox, topic, partition, 0, 2**62)
+        caused = [r.position for r in rows if r.cause is not None and r.cause <= cause]
+        return max(caused, default=0)
+
+    async def withhold(
+        self, outbox: str, topic: str, partition: int, row: OutboxRow, reason: str
+    ) -> None:
+        self.withheld.append((outbox, topic, partition, row.position, reason))
+
+    async def processed_record(
+        self, group_id: str, topic: str, partition: int, offset: int
+    ) -> bytes | None:
+        for j in self.journal:
+            if (j.source_topic, j.source_partition, j.source_offset) == (topic, partition, offset):
+                return j.raw
+        return None
+
+    async def accepted_gap(
+        self, group_id: str, topic: str, partition: int, first_missing: int, next_offset: int
+    ) -> bool:
+        return any(
+            g[:3] == (group_id, topic, partition) and g[3] <= first_missing and g[4] >= next_offset
+            for g in self.gaps
+        )
 
     async def checkpoint(self, outbox: str, topic: str, partition: int) -> int:
         return max(
@@ -242,8 +353,9 @@ class FakeStepTransaction:
 # ------------------------------------------------------------------------- the publishers
 
 
-Record = tuple[str, int, bytes | None, bytes, int]
-"""(topic, partition, key, value, outbox position) of a record on the fake broker."""
+Record = tuple[str, int, bytes | None, bytes, int, int | None]
+"""(topic, partition, key, value, outbox position, input offset) of a record on the fake
+broker."""
 
 
 @dataclass
@@ -258,6 +370,14 @@ class FakeBroker:
     aborted: int = 0
     started: list[str] = field(default_factory=list)
     """The transactional id of every producer started, in order."""
+    input_offsets: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """(log start, end) of each input partition (absent: from 0, never ending)."""
+    input_records: dict[tuple[int, int], bytes] = field(default_factory=dict)
+    """The input records the broker still holds, by (partition, offset), for a survey."""
+    headers: list[list[tuple[str, bytes]]] = field(default_factory=list)
+    """The headers of every record committed, in the order of ``committed``."""
+    transactions: list[list[Record]] = field(default_factory=list)
+    """The records of every transaction committed."""
 
 
 class FakeProducer:
@@ -277,7 +397,12 @@ class FakeProducer:
         self.commit_gate = commit_gate
         self.epoch = -1
         self.pending: list[Record] = []
+        self.pending_headers: list[list[tuple[str, bytes]]] = []
         self.calls: list[str] = []
+        self.max_request_size: int | None = None
+        """When set, a record larger than this is refused by ``send`` (aiokafka's check)."""
+        self.broker_max: int | None = None
+        """When set, a record larger than this fails its future (the broker's refusal)."""
         self.sent = 0
 
     def _fenced(self) -> bool:
@@ -296,6 +421,7 @@ class FakeProducer:
     async def begin_transaction(self) -> None:
         self.calls.append("begin")
         self.pending = []
+        self.pending_headers = []
 
     async def commit_transaction(self) -> None:
         self.calls.append("commit")
@@ -306,7 +432,10 @@ class FakeProducer:
             self.pending = []
             raise ProducerFenced()
         self.broker.committed += self.pending
+        self.broker.headers += self.pending_headers
+        self.broker.transactions.append(list(self.pending))
         self.pending = []
+        self.pending_headers = []
 
     async def abort_transaction(self) -> None:
         self.calls.append("abort")
@@ -323,15 +452,23 @@ class FakeProducer:
         headers: list[tuple[str, bytes]] | None = None,
     ) -> asyncio.Future[None]:
         self.calls.append("send")
+        size = len(value or b"") + len(key or b"")
+        if self.max_request_size is not None and size > self.max_request_size:
+            raise MessageSizeTooLargeError(f"the message is {size} bytes")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self._fenced():
             future.set_exception(ProducerFenced())
         elif self.fail_at is not None and self.sent == self.fail_at:
             future.set_exception(RuntimeError("broker said no"))
+        elif self.broker_max is not None and size > self.broker_max:
+            future.set_exception(RecordTooLargeError(f"the record is {size} bytes"))
         else:
-            position = int(dict(headers or [])["outbox-position"])
+            named = dict(headers or [])
+            position = int(named["outbox-position"])
+            cause = int(named["input-offset"]) if "input-offset" in named else None
             assert partition is not None
-            self.pending.append((topic, partition, key, value or b"", position))
+            self.pending.append((topic, partition, key, value or b"", position, cause))
+            self.pending_headers.append(list(headers or []))
             future.set_result(None)
         self.sent += 1
         return future
@@ -344,12 +481,19 @@ class FakeTails:
         self.broker = broker
         self.reads = 0
 
-    async def read(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+    async def read(self, partitions: list[TopicPartition]) -> dict[TopicPartition, Tail]:
         self.reads += 1
         wanted = set(partitions)
-        last: dict[TopicPartition, int] = {}
-        for topic, partition, _, _, position in self.broker.committed:
+        last: dict[TopicPartition, Tail] = {}
+        for topic, partition, _, _, position, cause in self.broker.committed:
             tp = TopicPartition(topic, partition)
             if tp in wanted:
-                last[tp] = max(last.get(tp, 0), position)
+                last[tp] = Tail(position, cause)
         return last
+
+    async def survey(
+        self, source: TopicPartition, stored: int, outputs: list[TopicPartition]
+    ) -> Survey:
+        start, end = self.broker.input_offsets.get(source.partition, (0, 2**62))
+        record = self.broker.input_records.get((source.partition, stored))
+        return Survey(start, end, record, await self.read(outputs))

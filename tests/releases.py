@@ -100,6 +100,14 @@ EARLIER: tuple[Release, ...] = (
         "release 0.3.0 (tag v0.3.0): the time partitions",
         last=False,
     ),
+    # the release at 0011 as it landed (0.4.1), rather than the last commit there, which only
+    # added dependencies
+    Release(
+        "0011",
+        "8805eb618848265066d3555dc6c990d0e3b8452f",
+        "release 0.4.1: row writers, one owner per input partition",
+        last=False,
+    ),
 )
 
 BY_SCHEMA = {release.schema: release for release in EARLIER}

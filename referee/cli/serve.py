@@ -58,7 +58,8 @@ def serve(args: argparse.Namespace) -> int:
 
     async def run() -> None:
         engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
-        app, _, _, ops = build(settings, engine)
+        built = build(settings, engine)
+        app, ops = built.app, built.ops
         tune()
         try:
             await app.run()

@@ -48,6 +48,7 @@ class Built(NamedTuple):
 
     app: FastStream
     broker: KafkaBroker
+    subscriber: BatchSubscriber
     service: Service
     ops: OpsServer
 
@@ -147,7 +148,7 @@ def build(settings: Settings, engine: AsyncEngine) -> Built:
     app.on_shutdown(service.stop)
     app.after_shutdown(service.closed)
     app.after_shutdown(ops.stop)
-    return Built(app, broker, service, ops)
+    return Built(app, broker, subscriber, service, ops)
 
 
 def _broker(settings: Settings, security: BaseSecurity | None, metrics: Metrics) -> KafkaBroker:

@@ -1,7 +1,7 @@
 """A partition revoked while a batch of it is in flight: the race the rebalance storm hits.
 
 aiokafka calls the rebalance listener from its coordinator task, concurrently with the batch
-handler: ``on_partitions_revoked`` -> ``ProcessingStep.forget_partitions`` empties the game
+handler: ``on_partitions_revoked`` -> ``ProcessingStep.forget`` empties the game
 cache while ``ProcessingStep.process`` is awaiting the database. These tests put the
 revocation at exactly those awaits (deterministically) and check that the step either gives
 up or judges correctly, but never commits a verdict or rejection made from a missing or
@@ -42,15 +42,21 @@ def records_of_one_game(log: Path) -> list[InputRecord]:
     ]
 
 
+async def take_back(step: ProcessingStep) -> None:
+    """The step adopts the partition from where the store has it, as a new owner does."""
+    stored = await step.store.load_positions(step.group_id, TOPIC, [0])
+    await step.adopt(TOPIC, {0: (None, stored.get(0, -1))})
+
+
 def revoke_concurrently(step: ProcessingStep, pending: list[asyncio.Future[object]]) -> None:
     """The listener's revocation, as the coordinator task would run it (sync or async API)."""
-    result = step.forget_partitions({(TOPIC, 0)})
+    result = step.forget({(TOPIC, 0)})
     if inspect.isawaitable(result):
         pending.append(asyncio.ensure_future(result))
 
 
 async def revoke_now(step: ProcessingStep) -> None:
-    result = step.forget_partitions({(TOPIC, 0)})
+    result = step.forget({(TOPIC, 0)})
     if inspect.isawaitable(result):
         await result
 
@@ -118,19 +124,19 @@ async def test_revoked_partition_leaves_no_stale_game_in_the_cache(
             return loaded
 
         monkeypatch.setattr(PostgresStepReads, "load_games", revoked_meanwhile)
-        await a.load_positions(TOPIC, [0])
+        await take_back(a)
         with contextlib.suppress(Exception):  # giving up is a correct outcome
             await a.process(records[10:20])
         await asyncio.gather(*pending)
         monkeypatch.undo()
         # b takes the partition over and moves the game on
         await revoke_now(b)
-        await b.load_positions(TOPIC, [0])
+        await take_back(b)
         done = await outcomes(migrated_database, 10, 19)
         start = 10 if not done else 20
         await b.process(records[start:30])
         # the partition comes back to a: it must not judge from the state it cached before
-        await a.load_positions(TOPIC, [0])
+        await take_back(a)
         await a.process(records[30:40])
     finally:
         await engine.dispose()

@@ -15,6 +15,7 @@ import asyncio
 import json
 import logging
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from referee.processing.records import InputRecord
 from referee.processing.step import ProcessingStep
 from referee.service.metrics import Metrics
 from referee.service.publisher import Outbox, PartitionPublisher, Publishing
-from referee.service.tails import POSITION_HEADER, TopicTails
+from referee.service.tails import POSITION_HEADER, Tail, TopicTails
 from referee.store.database import create_engine
 from referee.store.outbox_store import PostgresOutboxStore
 from referee.store.step_store import PostgresStepStore
@@ -177,15 +178,36 @@ async def test_the_previous_owner_is_fenced_and_nothing_is_published_twice(
     transactional_id = f"referee-relay.{stack.group}.0"
     held = HeldProducer(transactional(stack.bootstrap, transactional_id), hold)
     makes = iter([held])
-    first = PartitionPublisher(publishing(stack, engine, lambda _: next(makes)), 0)
+    owners = ["first"]
+    lost: list[int] = []
+
+    def still(name: str) -> Callable[[], Awaitable[bool]]:
+        async def still_owner() -> bool:  # what the store's newest term says
+            return owners[-1] == name
+
+        return still_owner
+
+    first = PartitionPublisher(
+        publishing(stack, engine, lambda _: next(makes)),
+        0,
+        still_owner=still("first"),
+        on_lost=lost.append,
+    )
     second = PartitionPublisher(
-        publishing(stack, engine, lambda tid: transactional(stack.bootstrap, tid)), 0
+        publishing(stack, engine, lambda tid: transactional(stack.bootstrap, tid)),
+        0,
+        still_owner=still("second"),
+        on_lost=lost.append,
     )
     try:
         # when its first owner is held in the middle of its first transaction
+        assert (await first.open(-1)).refused is None
         first.start()
         await asyncio.wait_for(held.reached.wait(), 60)
-        # and the partition's next owner starts, fencing it, and publishes it in full
+        # and the partition's next owner takes it (its term first), fencing it, and publishes
+        # it in full
+        owners.append("second")
+        assert (await second.open(-1)).refused is None
         second.start()
         verdicts = await drain(
             stack.bootstrap, stack.topics.verdicts, expect=len(want), quiet_seconds=2
@@ -199,9 +221,11 @@ async def test_the_previous_owner_is_fenced_and_nothing_is_published_twice(
     finally:
         await engine.dispose()
 
-    # then the first owner was fenced: its transaction never became visible
+    # then the first owner was fenced: its transaction never became visible, and it stopped
+    # without fencing the new owner back
     fenced = [r for r in caplog.records if r.getMessage().startswith("publisher fenced")]
     assert len(fenced) == 1, [r.getMessage() for r in caplog.records]
+    assert lost == [0]
     verdicts = await drain(stack.bootstrap, stack.topics.verdicts, quiet_seconds=2)
     assert {p for p, *_ in verdicts} == {0}, "only partition 0's owner published"
     assert [v.decode() for *_, v, _ in verdicts] == want, "each once, in outbox order"
@@ -268,4 +292,4 @@ async def test_the_tails_skip_aborted_transactions_and_commit_markers(
     tps = [TopicPartition(topic, p) for p in range(3)]
     last = await TopicTails({"bootstrap_servers": stack.bootstrap}).read(tps)
 
-    assert last == {tps[0]: 20, tps[1]: 5}
+    assert last == {tps[0]: Tail(20, None), tps[1]: Tail(5, None)}

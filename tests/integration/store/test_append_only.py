@@ -33,7 +33,10 @@ async def test_update_and_delete_fail_even_for_a_superuser(
         "INSERT INTO outbox_checkpoints VALUES ('verdicts', 't', 0, 1, now());"
         "INSERT INTO input_partitions VALUES ('grp', 't', 4, now());"
         "INSERT INTO game_revisions VALUES ('g', 1, '0.2.0', 1, now());"
-        "INSERT INTO carried_prints VALUES ('g', 1, 'e', '\\x00', 1, now())",
+        "INSERT INTO carried_prints VALUES ('g', 1, 'e', '\\x00', 1, now());"
+        "INSERT INTO partition_owners VALUES ('grp', 't', 0, 1, 1, 'a', 'x', now());"
+        "INSERT INTO withheld_rows VALUES ('verdicts', 't', 0, 1, 1, 'too large', now());"
+        "INSERT INTO input_gaps VALUES ('grp', 't', 0, 1, 5, now())",
     )
     column = {
         "consumer_positions": '"offset"',
@@ -41,6 +44,9 @@ async def test_update_and_delete_fail_even_for_a_superuser(
         "relay_checkpoints": "position",
         "outbox_checkpoints": "position",
         "input_partitions": "partitions",
+        "partition_owners": "epoch",
+        "withheld_rows": "position",
+        "input_gaps": "next_offset",
     }.get(table, "recorded_at")
     with pytest.raises(asyncpg.InsufficientPrivilegeError, match="append-only"):
         await execute(migrated_database, f"UPDATE {table} SET {column} = {column}")

@@ -102,8 +102,8 @@ async def test_a_consumer_that_another_has_overtaken_is_fenced_and_re_seeks() ->
     store = FakeStepStore()
     stream = on(0, STREAM)
     old_owner, new_owner = ProcessingStep(store, GROUP), ProcessingStep(store, GROUP)
-    await old_owner.load_positions(TOPIC, [0])  # both start from nothing stored
-    await new_owner.load_positions(TOPIC, [0])
+    await old_owner.adopt(TOPIC, {0: (None, -1)})  # both start from nothing stored
+    await new_owner.adopt(TOPIC, {0: (None, -1)})
     await new_owner.process(stream[:10])  # the partition moved on under the old owner
     with pytest.raises(PositionMoved) as moved:
         await old_owner.process(stream[5:15])
@@ -210,7 +210,7 @@ async def test_a_revocation_waits_for_the_batch_in_flight() -> None:
     store.before_load_games = hold
     batch = asyncio.create_task(step.process(STREAM[:40]))
     await loading.wait()
-    revoke = asyncio.create_task(step.forget_partitions({(TOPIC, 0), (TOPIC, 1)}))
+    revoke = asyncio.create_task(step.forget({(TOPIC, 0), (TOPIC, 1)}))
     await asyncio.sleep(0.01)
     assert not revoke.done(), "the listener must not empty the cache under a batch"
     release.set()
@@ -313,7 +313,7 @@ async def test_a_revocation_settles_the_write_in_flight_first() -> None:
     store = FakeStepStore(commit_gate=asyncio.Event())
     step = ProcessingStep(store, GROUP)
     await step.submit(STREAM[:40])
-    revoke = asyncio.create_task(step.forget_partitions({(TOPIC, 0), (TOPIC, 1)}))
+    revoke = asyncio.create_task(step.forget({(TOPIC, 0), (TOPIC, 1)}))
     await asyncio.sleep(0.01)
     assert not revoke.done(), "it waits for the write in flight"
     store.commit_gate.set()  # type: ignore[union-attr]
@@ -425,14 +425,14 @@ async def test_the_ids_in_hand_are_dropped_when_partitions_move() -> None:
     step = ProcessingStep(store, GROUP)
     await step.process(STREAM[:10])
     reserved = store.sequences["journal"]
-    await step.forget_partitions({(TOPIC, 0), (TOPIC, 1)})
+    await step.forget({(TOPIC, 0), (TOPIC, 1)})
     await step.process(STREAM[10:20])
     assert store.reads_opened == 2
     newer = [r.id for r in store.journal[10:]]
     assert min(newer) == reserved, "a block reserved after every id the step held"
     assert newer == sorted(newer)
     reserved = store.sequences["journal"]
-    await step.load_positions(TOPIC, [0, 1])
+    await step.adopt(TOPIC, {p: (None, store.position_of(GROUP, TOPIC, p)) for p in (0, 1)})
     await step.process(STREAM[20:30])
     assert min(r.id for r in store.journal[20:]) == reserved
 
@@ -444,7 +444,8 @@ async def test_a_consumer_fenced_by_another_numbers_its_next_records_after_the_o
     stream = on(0, STREAM)
     zombie, owner = ProcessingStep(store, GROUP), ProcessingStep(store, GROUP)
     await zombie.process(stream[:5])  # a block reserved, five ids used
-    await owner.load_positions(TOPIC, [0])  # the partition given to another consumer
+    # the partition given to another consumer
+    await owner.adopt(TOPIC, {0: (None, store.position_of(GROUP, TOPIC, 0))})
     await owner.process(stream[5:10])
     with pytest.raises(PositionMoved):
         await zombie.process(stream[5:15])
@@ -508,3 +509,101 @@ def test_eager_and_lazy_prints_give_the_same_outcomes() -> None:
     assert not any(
         isinstance(t, Fingerprint) for g in lazy.games.values() for t in g.by_seq.values()
     )
+
+
+# --- terms of ownership (migration 0012) ------------------------------------------------------
+
+
+async def take(step: ProcessingStep, store: FakeStepStore, owner: str) -> int:
+    """The step adopts partition 0 under a new term of ``owner``, as the service's take does;
+    returns the term."""
+    [taken] = await store.take(GROUP, TOPIC, [0], owner, [f"txn.{owner}"])
+    await step.adopt(TOPIC, {0: (taken.epoch, taken.stored)})
+    return taken.epoch
+
+
+async def test_given_another_owner_took_the_partition_when_the_old_one_writes_then_it_is_lost() -> (
+    None
+):
+    store = FakeStepStore()
+    stream = on(0, STREAM)
+    zombie, owner = ProcessingStep(store, GROUP), ProcessingStep(store, GROUP)
+    await take(zombie, store, "a")
+    await zombie.process(stream[:5])
+    await take(owner, store, "b")  # the group gave the partition to b; a does not know yet
+    with pytest.raises(PositionMoved) as moved:
+        await zombie.process(stream[5:10])  # its position is still the stored one
+    assert moved.value.lost, "a newer term: another owner's, never fenced back"
+    assert len(store.journal) == 5, "nothing of the zombie's batch was written"
+    await owner.process(stream[5:10])
+    assert [r.source_offset for r in store.journal] == list(range(10))
+
+
+async def test_given_the_owner_gave_the_partition_back_when_it_writes_again_then_it_is_lost() -> (
+    None
+):
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    epoch = await take(step, store, "a")
+    await step.process(on(0, STREAM)[:5])
+    await store.give_back(GROUP, TOPIC, "a", [(0, epoch, "txn.a")])
+    with pytest.raises(PositionMoved) as moved:
+        await step.process(on(0, STREAM)[5:10])
+    assert moved.value.lost
+
+
+async def test_given_the_store_lost_the_term_when_the_owner_writes_then_it_takes_it_again() -> None:
+    """The store went back in time to before this owner's term: the write is refused, and
+    not as lost (nobody else took the partition): the owner takes it again."""
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    await take(step, store, "a")
+    await step.process(on(0, STREAM)[:5])
+    store.owners.clear()  # the restored copy predates the term
+    with pytest.raises(PositionMoved) as moved:
+        await step.process(on(0, STREAM)[5:10])
+    assert not moved.value.lost
+    await take(step, store, "a")
+    await step.process(on(0, STREAM)[5:10])
+    assert len(store.journal) == 10
+
+
+async def test_given_the_store_lost_commits_when_the_owner_writes_then_it_is_told_where_it_is() -> (
+    None
+):
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    await take(step, store, "a")
+    await step.process(on(0, STREAM)[:5])
+    kept = len(store.positions)
+    await step.process(on(0, STREAM)[5:10])
+    del store.positions[kept:]  # the restored copy has the first batch only
+    with pytest.raises(PositionMoved) as moved:
+        await step.process(on(0, STREAM)[10:15])
+    assert not moved.value.lost
+    assert (moved.value.stored, moved.value.expected) == (4, 9)
+
+
+async def test_an_owning_step_judges_only_the_partitions_it_adopted() -> None:
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP, owned_only=True)
+    await take(step, store, "a")
+    batch = on(0, STREAM)[:20] + on(1, STREAM)[:20]
+    result = await step.process(batch)
+    assert {r.source_partition for r in store.journal} == {0}
+    assert result.skipped == 20
+
+
+async def test_records_of_a_partition_in_batches_received_before_its_pause_are_skipped() -> None:
+    """A partition paused (to be taken again) when batch 3 had been polled: what batches up to
+    3 hold of it is stale, whatever its offsets; from batch 4 on it is judged again."""
+    store = FakeStepStore()
+    step = ProcessingStep(store, GROUP)
+    stream = on(0, STREAM)
+    await step.process(stream[:5], received=1)
+    step.discard((TOPIC, 0), 3)
+    result = await step.process(stream[5:10], received=3)
+    assert len(store.journal) == 5
+    assert result.processed == []
+    await step.process(stream[5:10], received=4)
+    assert [r.source_offset for r in store.journal] == list(range(10))

@@ -103,7 +103,7 @@ async def test_a_failed_reading_of_the_partitions_is_counted_never_raised(
     settings = Settings(database_url=NOWHERE, group_id="g")
     engine = create_engine(NOWHERE)
     try:
-        _, service = build(settings, engine)
+        service = build(settings, engine).service
         value = service.metrics.registry.get_sample_value
         assert await service.check_partitions() is False  # nothing listens at NOWHERE
         assert value("referee_partition_check_errors_total") == 1

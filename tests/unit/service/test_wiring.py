@@ -1,5 +1,6 @@
 """The service's wiring without a server: FastStream's test broker feeds the real handler, and
-the rebalance listener seeks where the store says (the step's store and the consumer faked).
+the partitions' owner takes, keeps, refuses and gives back partitions as the group and the
+store say (the store, the broker and the consumer faked).
 
 The same paths run on the real broker in tests/integration/kafka; these pin the wiring.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -19,15 +20,16 @@ from aiokafka.errors import ConsumerStoppedError
 from aiokafka.structs import ConsumerRecord
 from faststream.kafka import TestKafkaBroker
 
-from referee.processing.records import OutboxChunk
-from referee.service.app import build
+from referee.processing.records import OutboxChunk, PositionMoved
+from referee.service.app import Built, build
 from referee.service.batch import BatchHandler
-from referee.service.listener import PositionListener
-from referee.service.runtime import Service
+from referee.service.poll import Polls
 from referee.service.settings import Settings
 from referee.service.takeover import Judged
 from referee.store.database import create_engine
-from tests.fakes import FakeOutageError, FakeStepStore
+from referee.store.rows import PositionRow
+from tests.fakes import FakeBroker, FakeStepStore
+from tests.unit.service.owners import GROUP, TOPIC, instance, takes_done, tps
 
 NOWHERE = "postgresql://nobody@127.0.0.1:1/none"  # never connected to: the store is faked
 
@@ -47,22 +49,24 @@ def event(kind: str, seq: int, **fields: Any) -> bytes:
 
 
 @pytest.fixture
-async def service() -> AsyncIterator[Service]:
+async def built() -> AsyncIterator[Built]:
+    """The service as ``referee serve`` composes it, its step on the fake store and owning
+    partition 0 (the test broker gives every record partition 0)."""
     settings = Settings(database_url=NOWHERE, group_id="g")
     engine = create_engine(NOWHERE)
-    _, built = build(settings, engine)
-    built.step.store = FakeStepStore()
+    built = build(settings, engine)
+    built.service.step.store = FakeStepStore()
+    await built.service.step.adopt(settings.input_topic, {0: (None, -1)})
     yield built
     await engine.dispose()
 
 
-async def test_the_subscriber_hands_each_batch_to_the_step_and_counts_it(
-    service: Service,
-) -> None:
+async def test_the_subscriber_hands_each_batch_to_the_step_and_counts_it(built: Built) -> None:
+    service = built.service
     store = service.step.store
     assert isinstance(store, FakeStepStore)
     started = event("GameStarted", 1, players=["ann", "bob"], rules={})
-    async with TestKafkaBroker(service.broker) as broker:
+    async with TestKafkaBroker(built.broker) as broker:
         await broker.publish_batch(started, b"not json", topic=service.settings.input_topic)
         await service.step.settle()
     assert [(r.outcome, r.reason) for r in store.journal] == [
@@ -75,125 +79,141 @@ async def test_the_subscriber_hands_each_batch_to_the_step_and_counts_it(
     assert (events, rejected) == (1.0, 1.0)
 
 
-class FakeConsumer:
-    """Records the seeks the listener asks for."""
-
-    def __init__(self) -> None:
-        self.seeks: list[tuple[int, int]] = []
-
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self.seeks.append((tp.partition, offset))
-
-
-class FakeStep:
-    """The step's part in a rebalance: pausing, and taking partitions at their stored
-    positions."""
-
-    def __init__(self, stored: dict[int, int], outages: int = 0) -> None:
-        self.stored = stored
-        self.outages = outages
-        self.paused = 0
-        self.taken: list[list[int]] = []
-
-    async def pause(self) -> None:
-        self.paused += 1
-
-    async def take_partitions(self, topic: str, partitions: Iterable[int]) -> dict[int, int]:
-        if self.outages:
-            self.outages -= 1
-            raise FakeOutageError("the store is restarting")
-        self.taken.append(list(partitions))
-        return {p: self.stored[p] for p in partitions if p in self.stored}
+async def test_each_assigned_partition_is_taken_and_sought_to_after_its_stored_position() -> None:
+    store, broker = FakeStepStore(), FakeBroker()
+    store.positions.append(PositionRow(GROUP, TOPIC, 0, 41, 1))
+    a = instance(store, broker)
+    await a.partitions.assigned(tps(0, 1))
+    assert a.consumer.paused == {0, 1}, "not consumed before they are taken"
+    await takes_done(a.partitions)
+    assert sorted(a.consumer.seeks) == [(0, 42), (1, 0)], "stored + 1, or 0 when none"
+    assert a.consumer.paused == set()
+    assert a.partitions.joined
+    assert a.metrics.assigned._value.get() == 2
+    assert [(o[2], o[3], o[4]) for o in store.owners] == [(0, 1, 1), (1, 1, 1)], "a term each"
+    assert a.step.epochs == {(TOPIC, 0): 1, (TOPIC, 1): 1}
+    assert sorted(broker.started) == ["referee-relay.g.0", "referee-relay.g.1"], "fenced"
+    await a.partitions.stop()
+    assert [(o[2], o[4]) for o in store.owners[2:]] == [(0, 2), (1, 2)], "given back cleanly"
 
 
-class FakePublishers:
-    """Which partitions the instance publishes."""
-
-    def __init__(self) -> None:
-        self.by_partition: dict[int, object] = {}
-
-    async def own(self, partitions: Iterable[int]) -> None:
-        self.by_partition = dict.fromkeys(partitions, object())
+async def test_an_empty_assignment_still_means_the_group_has_answered() -> None:
+    a = instance(FakeStepStore(), FakeBroker())
+    await a.partitions.assigned(set())
+    assert a.partitions.joined
+    assert a.consumer.seeks == []
+    assert "not yet assigned by the consumer group" not in a.partitions.problems()
 
 
-def listening(service: Service, step: FakeStep) -> tuple[PositionListener, FakeConsumer]:
-    consumer = FakeConsumer()
-    service.step = step  # type: ignore[assignment]
-    service.publishers = FakePublishers()  # type: ignore[assignment]
-    service.subscriber = type("Subscriber", (), {"consumer": consumer})()
-    return PositionListener(service), consumer
-
-
-async def test_each_assigned_partition_is_sought_to_after_its_stored_position(
-    service: Service,
-) -> None:
-    listener, consumer = listening(service, FakeStep({0: 41}, outages=1))
-    topic = service.settings.input_topic
-    await listener.on_partitions_assigned({TopicPartition(topic, 0), TopicPartition(topic, 1)})
-    assert sorted(consumer.seeks) == [(0, 42), (1, 0)], (
-        "stored + 1, or offset 0 when nothing is stored (after one retried outage)"
-    )
-    assert service.joined
-    assert service.metrics.assigned._value.get() == 2
-
-
-async def test_an_empty_assignment_still_means_the_group_has_answered(service: Service) -> None:
-    listener, consumer = listening(service, FakeStep({}))
-    await listener.on_partitions_assigned(set())
-    assert service.joined
-    assert consumer.seeks == []
-    assert (await service.readiness())[1] != "not yet assigned by the consumer group"
-
-
-async def test_a_rebalance_keeps_the_partitions_that_stay_and_forgets_the_others(
-    service: Service,
-) -> None:
+async def test_a_rebalance_keeps_the_partitions_that_stay_and_gives_back_the_others() -> None:
     """aiokafka revokes every partition at a rebalance: the step settles its write, and the
-    new assignment says what stays (its publisher and cached games kept) and what went (its
-    publisher stopped, its lag series dropped)."""
-    step = FakeStep({0: 5, 1: 9})
-    listener, _ = listening(service, step)
-    topic = service.settings.input_topic
-    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
-    await listener.on_partitions_assigned({tp0, tp1})
-    service.metrics.consumer_lag.labels(topic, "0").set(7)
-    service.metrics.consumer_lag.labels(topic, "1").set(3)
-    await listener.on_partitions_revoked({tp0, tp1})
-    assert step.paused == 1, "the write in flight settled before the partitions go"
-    assert service.assigned == set()
-    await listener.on_partitions_assigned({tp1})
-    assert step.taken == [[0, 1], [1]]
-    assert list(service.publishers.by_partition) == [1]
-    assert service.assigned == {tp1}
+    new assignment says what stays (its term, publisher and cached games kept: no new take, no
+    fence) and what went (its publisher stopped, its term given back, its lag series
+    dropped)."""
+    store, broker = FakeStepStore(), FakeBroker()
+    a = instance(store, broker)
+    await a.partitions.assigned(tps(0, 1))
+    await takes_done(a.partitions)
+    kept = a.partitions.owned[1].publisher
+    a.metrics.consumer_lag.labels(TOPIC, "0").set(7)
+    a.metrics.consumer_lag.labels(TOPIC, "1").set(3)
+    await a.partitions.revoked(tps(0, 1))
+    await a.partitions.assigned(tps(1))
+    assert list(a.partitions.owned) == [1]
+    assert a.partitions.owned[1].publisher is kept, "a partition kept keeps its publisher"
+    assert broker.started.count("referee-relay.g.1") == 1, "no second fence"
+    assert [(o[2], o[3], o[4]) for o in store.owners] == [(0, 1, 1), (1, 1, 1), (0, 1, 2)]
     families = {
         tuple(sample.labels.values())
-        for metric in service.metrics.consumer_lag.collect()
+        for metric in a.metrics.consumer_lag.collect()
         for sample in metric.samples
     }
-    assert families == {(topic, "1")}, "no series left for a partition no longer owned"
-    assert service.metrics.rebalances._value.get() == 2.0
+    assert families == {(TOPIC, "1")}, "no series left for a partition no longer owned"
+    assert a.metrics.rebalances._value.get() == 2.0
+    await a.partitions.stop()
 
 
-async def test_partitions_beyond_those_judged_wait_unread_while_the_others_drain(
-    service: Service,
-) -> None:
+async def test_a_partition_another_owner_held_meanwhile_is_taken_again() -> None:
+    """Between two assignments another instance took partition 0 and gave it back (its term
+    is newer): this one must not judge from its cached games, nor publish without fencing."""
+    store, broker = FakeStepStore(), FakeBroker()
+    a, b = instance(store, broker, "a"), instance(store, broker, "b")
+    await a.partitions.assigned(tps(0))
+    await takes_done(a.partitions)
+    await a.partitions.revoked(tps(0))
+    await b.partitions.assigned(tps(0))
+    await takes_done(b.partitions)
+    await b.partitions.stop()
+    await a.partitions.assigned(tps(0))
+    await takes_done(a.partitions)
+    assert a.step.epochs == {(TOPIC, 0): 3}, "a third term"
+    assert broker.started.count("referee-relay.g.0") == 3
+    await a.partitions.stop()
+
+
+async def test_partitions_beyond_those_judged_wait_unread_while_the_others_drain() -> None:
     """Partitions were added to the input topic: keys moved, so the new ones are paused (their
     records wait in Kafka) and the instance says why, not ready; the old ones go on."""
-    step = FakeStep({1: 7})
-    listener, consumer = listening(service, step)
-    paused: list[TopicPartition] = []
-    consumer.pause = lambda *tps: paused.extend(tps)  # type: ignore[attr-defined]
-    topic = service.settings.input_topic
-    service.judged = Judged(topic, 2, 2)
-    await listener.on_partitions_assigned({TopicPartition(topic, 1), TopicPartition(topic, 2)})
-    assert [tp.partition for tp in paused] == [2]
-    assert step.taken == [[1]], "only the judged partition is taken"
-    assert consumer.seeks == [(1, 8)]
-    assert service.assigned == {TopicPartition(topic, 1)}, "the paused one is not waited on"
-    assert list(service.publishers.by_partition) == [1]
-    assert service.draining is not None
-    assert "has 3 partitions, the referee judges it under 2" in service.draining
-    assert (await service.readiness())[1].startswith("the input topic")
+    store = FakeStepStore()
+    store.positions.append(PositionRow(GROUP, TOPIC, 1, 7, 1))
+    a = instance(store, FakeBroker())
+    a.partitions.judged = Judged(TOPIC, 2, 2)
+    await a.partitions.assigned(tps(1, 2))
+    await takes_done(a.partitions)
+    assert a.consumer.paused == {2}
+    assert list(a.partitions.owned) == [1], "only the judged partition is taken"
+    assert a.consumer.seeks == [(1, 8)]
+    draining = a.partitions.draining
+    assert draining is not None
+    assert "has 3 partitions, the referee judges it under 2" in draining
+    assert a.partitions.problems()[0].startswith("the input topic")
+    await a.partitions.stop()
+
+
+async def test_a_partition_whose_input_is_gone_is_refused_loudly_and_left_paused() -> None:
+    store, broker = FakeStepStore(), FakeBroker()
+    store.positions.append(PositionRow(GROUP, TOPIC, 0, 10, 1))
+    broker.input_offsets[0] = (50, 90)  # offsets 11 to 49 deleted before they were processed
+    a = instance(store, broker)
+    await a.partitions.assigned(tps(0, 1))
+    await takes_done(a.partitions)
+    assert a.consumer.paused == {0}, "the refused partition is not consumed"
+    assert a.partitions.running() == [1]
+    [problem] = a.partitions.problems()
+    assert problem.startswith("partition 0 refused: the input it needs is gone")
+    assert a.metrics.partition_refused.labels("0", "input_gone")._value.get() == 1
+    await a.partitions.stop()
+
+
+async def test_a_partition_another_owner_took_is_given_up_never_fenced_back() -> None:
+    store, broker = FakeStepStore(), FakeBroker()
+    a = instance(store, broker)
+    await a.partitions.assigned(tps(0))
+    await takes_done(a.partitions)
+    await a.partitions.moved(PositionMoved(TOPIC, 0, -1, -1, lost=True))
+    assert a.consumer.paused == {0}
+    assert a.partitions.running() == []
+    assert (TOPIC, 0) not in a.step.epochs
+    assert broker.started == ["referee-relay.g.0"]
+    await a.partitions.stop()
+
+
+async def test_a_partition_the_store_no_longer_holds_as_known_is_taken_again() -> None:
+    """The store went back in time: the partition gets a new term, its publisher opens again
+    (fencing, reading the topics), and the consumer seeks to the store's position."""
+    store, broker = FakeStepStore(), FakeBroker()
+    a = instance(store, broker)
+    await a.partitions.assigned(tps(0, 1))
+    await takes_done(a.partitions)
+    await a.partitions.moved(PositionMoved(TOPIC, 0, -1, 12))
+    assert a.consumer.paused == {0}
+    await takes_done(a.partitions)
+    assert a.partitions.running() == [0, 1]
+    assert a.step.epochs[TOPIC, 0] == 2
+    assert a.step.epochs[TOPIC, 1] == 1, "partition 1 was held as known: kept"
+    assert broker.started.count("referee-relay.g.0") == 2
+    assert a.consumer.seeks[-1] == (0, 0)
+    await a.partitions.stop()
 
 
 class PollingConsumer:
@@ -216,7 +236,7 @@ class PollingConsumer:
 
 
 async def test_the_consume_loop_polls_again_at_once_after_an_empty_poll(
-    service: Service, monkeypatch: pytest.MonkeyPatch
+    built: Built, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """FastStream's batch subscriber sleeps the poll's timeout after an empty poll, and a
     record arriving meanwhile waits; the referee's poll returns the empty batch and the loop
@@ -227,7 +247,7 @@ async def test_the_consume_loop_polls_again_at_once_after_an_empty_poll(
 
     monkeypatch.setattr(anyio, "sleep", no_sleep)
     monkeypatch.setattr(asyncio, "sleep", no_sleep)
-    subscriber = service.subscriber
+    subscriber = built.subscriber
     consumed: list[object] = []
 
     async def consume(message: object) -> None:
@@ -237,21 +257,20 @@ async def test_the_consume_loop_polls_again_at_once_after_an_empty_poll(
     monkeypatch.setattr(subscriber, "running", True)
     consumer = PollingConsumer(("r1", "r2"))
     await subscriber._run_consume_loop(consumer)
-    settings = service.settings
+    settings = built.service.settings
     # half a batch first: topped up from the other partitions only when it comes back full
     assert consumer.polls == [(settings.batch_linger_ms, settings.batch_size // 2)] * 3
     assert consumed == [("r1", "r2")], "the batch after the empty poll, whole, once"
 
 
-async def test_each_committed_batch_hands_its_partitions_outbox_rows_over(
-    service: Service,
-) -> None:
+async def test_each_committed_batch_hands_its_partitions_outbox_rows_over(built: Built) -> None:
     """Every transaction that commits hands each partition it moved a chunk (rows or none:
     a batch of moves alone still moves the partition on), in commit order."""
+    service = built.service
     handed: list[OutboxChunk] = []
     service.step.on_appended = handed.extend
     topic = service.settings.input_topic
-    async with TestKafkaBroker(service.broker) as broker:
+    async with TestKafkaBroker(built.broker) as broker:
         started = event("GameStarted", 1, players=["ann", "bob"], rules={})
         await broker.publish_batch(started, b"not json", started, topic=topic)
         await service.step.settle()
@@ -265,10 +284,13 @@ def consumer_record(offset: int, timestamp: int, value: bytes) -> ConsumerRecord
     return ConsumerRecord("t", 0, offset, timestamp, 0, None, value, None, 0, len(value), ())
 
 
-async def test_arrival_is_the_mean_age_of_the_stamped_records(service: Service) -> None:
+async def test_arrival_is_the_mean_age_of_the_stamped_records(built: Built) -> None:
     """The records' age at receipt: a record without a timestamp (-1) does not count, and a
     batch with no stamped record is not observed."""
-    handler = BatchHandler(service)
+    service = built.service
+    handler = BatchHandler(
+        service.step, service.partitions, service.progress, service.metrics, Polls()
+    )
 
     def observed() -> tuple[float, float]:
         registry = service.metrics.registry
@@ -296,7 +318,7 @@ def test_a_member_hears_of_a_rebalance_within_a_quarter_second(session_ms: int) 
     short by default, and stays inside the session timeout (Kafka's guidance: at most a third
     of it)."""
     settings = Settings(database_url=NOWHERE, group_id="g", kafka_session_timeout_ms=session_ms)
-    _, built = build(settings, create_engine(NOWHERE))
+    built = build(settings, create_engine(NOWHERE))
     assert built.subscriber is not None
     options = built.subscriber._connection_args  # what the consumer is given
     heartbeat = options["heartbeat_interval_ms"]
@@ -312,9 +334,9 @@ def test_a_heartbeat_longer_than_a_third_of_the_session_is_refused() -> None:
 
 def test_static_membership_gives_the_consumer_its_instance_id() -> None:
     settings = Settings(database_url=NOWHERE, group_id="g", kafka_group_instance_id="referee-3")
-    _, built = build(settings, create_engine(NOWHERE))
+    built = build(settings, create_engine(NOWHERE))
     assert built.subscriber._connection_args["group_instance_id"] == "referee-3"
-    _, dynamic = build(Settings(database_url=NOWHERE, group_id="g"), create_engine(NOWHERE))
+    dynamic = build(Settings(database_url=NOWHERE, group_id="g"), create_engine(NOWHERE))
     assert dynamic.subscriber._connection_args.get("group_instance_id") is None
 
 
@@ -326,8 +348,8 @@ def test_the_group_is_offered_one_protocol_named_as_every_release_names_its_own(
     from referee.service.assignor import StickyAssignor
 
     settings = Settings(database_url=NOWHERE, group_id="g")
-    _, built = build(settings, create_engine(NOWHERE))
-    _, other = build(settings, create_engine(NOWHERE))
+    built = build(settings, create_engine(NOWHERE))
+    other = build(settings, create_engine(NOWHERE))
     strategy = tuple(built.subscriber._connection_args["partition_assignment_strategy"])
     (assignor,) = strategy
     assert isinstance(assignor, StickyAssignor)
