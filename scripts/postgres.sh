@@ -7,6 +7,10 @@
 #   scripts/postgres.sh kill      # crash (pg_ctl -m immediate: WAL recovery on next start)
 #   scripts/postgres.sh status    # exit 0 and print DATABASE_URL=... if up, exit 3 if not
 #   scripts/postgres.sh wipe      # stop and delete this port's cluster
+#   scripts/postgres.sh backup DIR   # a base backup of the running cluster into DIR (pg_basebackup)
+#   scripts/postgres.sh restore DIR  # crash, put the data directory back to DIR's copy, start:
+#                                    # the store goes back in time (as a restore or a failover
+#                                    # to a replica that lagged does)
 #
 # Environment:
 #   PG_PORT            TCP port on 127.0.0.1 (default 15432)
@@ -148,6 +152,28 @@ cmd_status() {
     return 3
 }
 
+cmd_backup() {
+    local into="$1"
+    [ -n "$into" ] || die "backup needs a directory"
+    BIN="$(find_bindir)"
+    pg_running || die "not running (port $PORT)"
+    rm -rf "$into"
+    mkdir -p "$(dirname "$into")"
+    [ "$(id -u)" = 0 ] && chown postgres: "$(dirname "$into")"
+    # the WAL streamed along: the copy is consistent on its own
+    as_owner "$BIN/pg_basebackup" -h "$RUN" -p "$PORT" -U postgres -D "$into" -X stream \
+        -c fast >/dev/null 2>&1 || die "pg_basebackup failed"
+}
+
+cmd_restore() {
+    local from="$1"
+    [ -f "$from/PG_VERSION" ] || die "no base backup in '$from'"
+    cmd_stop immediate
+    rm -rf "$DATA"
+    as_owner cp -a "$from" "$DATA"
+    cmd_start
+}
+
 case "${1:-}" in
     start) cmd_start ;;
     stop) cmd_stop fast ;;
@@ -155,5 +181,7 @@ case "${1:-}" in
     restart) cmd_stop fast; cmd_start ;;
     status) cmd_status ;;
     wipe) cmd_stop fast; rm -rf "$DIR" ;;
-    *) echo "usage: $0 start|stop|restart|kill|status|wipe" >&2; exit 2 ;;
+    backup) cmd_backup "${2:-}" ;;
+    restore) cmd_restore "${2:-}" ;;
+    *) echo "usage: $0 start|stop|restart|kill|status|wipe|backup DIR|restore DIR" >&2; exit 2 ;;
 esac
