@@ -67,6 +67,9 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         service.exposition,
         service.readiness,
         service.liveness,
+        max_clients=settings.http_max_clients,
+        request_seconds=settings.http_request_seconds,
+        rejected=metrics.ops_rejected,
     )
     handler = BatchHandler(service)
     step.on_committed = handler.committed
