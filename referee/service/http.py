@@ -152,8 +152,9 @@ def head_bytes(scope: Message) -> int:
 
 
 def listen(host: str, port: int) -> list[socket.socket]:
-    """Binds the port on every address of ``host``, as ``asyncio.start_server`` does (here,
-    so that a port taken raises OSError to ``referee serve`` rather than uvicorn's exit)."""
+    """Binds the port on every address of ``host`` as ``asyncio.start_server`` did, with its
+    error (here, so that a port taken raises OSError to ``referee serve``, which reports it,
+    where uvicorn would log it and exit)."""
     addresses = dict.fromkeys(
         (family, address)
         for family, _, _, _, address in socket.getaddrinfo(
@@ -163,7 +164,19 @@ def listen(host: str, port: int) -> list[socket.socket]:
     sockets: list[socket.socket] = []
     try:
         for family, address in addresses:
-            sockets.append(socket.create_server(address, family=family))
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as err:
+                raise OSError(
+                    err.errno,
+                    f"error while attempting to bind on address {address!r}: "
+                    f"{(err.strerror or '').lower()}",
+                ) from None
     except OSError:
         for sock in sockets:
             sock.close()
