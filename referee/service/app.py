@@ -70,6 +70,7 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         max_clients=settings.http_max_clients,
         request_seconds=settings.http_request_seconds,
         rejected=metrics.ops_rejected,
+        connections=metrics.ops_connections,
     )
     handler = BatchHandler(service)
     step.on_committed = handler.committed

@@ -34,6 +34,10 @@ MAX_HEAD_BYTES = 8192
 """The largest request head (request line and headers) answered; a probe's is a few hundred
 bytes."""
 
+BACKLOG = 128
+"""Connections the kernel queues for the port, and so the most asyncio accepts in one turn of
+the loop: the bound may be passed by that many for the turn it takes to read them."""
+
 SUMMARY_SECONDS = 60.0
 """At most one log line this often sums up the clients turned away."""
 
@@ -54,7 +58,8 @@ class Rejected(StrEnum):
     EVICTED = "evicted"
     """Closed while waiting for its request, to admit a newcomer past the bound."""
     REFUSED = "refused"
-    """A newcomer closed at once: every connection within the bound was being answered."""
+    """A newcomer closed at once: every place within the bound held a request being
+    answered."""
     MALFORMED = "malformed"
     """Not an HTTP/1.1 request (answered 400)."""
     TOO_LARGE = "too_large"
@@ -85,16 +90,35 @@ class ClientTable(ServerState):
         self._unlogged: Counter[Rejected] = Counter()
         self._logged_at = float("-inf")
         self._summary: asyncio.TimerHandle | None = None
+        self._bounding: asyncio.TimerHandle | None = None
 
     def admit(self, client: BoundedH11Protocol) -> None:
-        """Takes a new connection in; past the bound, closes the one that has waited longest
-        (the newcomer itself when every other is being answered)."""
-        self.clients[client] = None
-        if len(self.clients) <= self.bounds.max_clients:
+        """Takes a new connection in, unless every place is held by a request being answered
+        (it is closed at once). Past the bound, the connections that have waited longest
+        are closed on the loop's next turn, once it has read what arrived: a newcomer whose
+        request came with it is being answered by then, and never taken for a slow client
+        (the loop accepts a burst of connections before it reads any of them)."""
+        if len(self.clients) >= self.bounds.max_clients and (
+            sum(c.answering() for c in self.clients) >= self.bounds.max_clients
+        ):
+            self.reject(Rejected.REFUSED)
+            client.close()
             return
-        victim = next(c for c in self.clients if not c.answering())
-        self.reject(Rejected.REFUSED if victim is client else Rejected.EVICTED)
-        victim.close()
+        self.clients[client] = None
+        if len(self.clients) > self.bounds.max_clients and self._bounding is None:
+            self._bounding = asyncio.get_running_loop().call_later(0, self.bound)
+
+    def bound(self) -> None:
+        """Closes the connections that have waited longest for their request, down to the
+        bound (those being answered are left to their deadline)."""
+        self._bounding = None
+        excess = len(self.clients) - self.bounds.max_clients
+        if excess <= 0:
+            return
+        waiting = [c for c in self.clients if not c.answering()]
+        for victim in waiting[:excess]:
+            self.reject(Rejected.EVICTED)
+            victim.close()
 
     def waits(self, client: BoundedH11Protocol) -> None:
         """Notes that a connection begins to wait for its next request."""

@@ -13,10 +13,11 @@ import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, Counter
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge
 from uvicorn import Config
 
 from referee.service.bounded_uvicorn import (
+    BACKLOG,
     BoundedH11Protocol,
     Bounds,
     ClientTable,
@@ -52,6 +53,7 @@ class OpsServer:
         max_clients: int = MAX_CLIENTS,
         request_seconds: float = REQUEST_SECONDS,
         rejected: Counter | None = None,
+        connections: Gauge | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -59,6 +61,8 @@ class OpsServer:
         self.bounds = Bounds(max_clients, request_seconds)
         self.table = ClientTable(self.bounds, _counting(rejected))
         self.app = Probes(metrics, readiness, liveness, self.table)
+        if connections is not None:
+            connections.set_function(lambda: len(self.table.clients))
         self._server: EmbeddedServer | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -78,6 +82,7 @@ class OpsServer:
             server_header=False,
             date_header=False,
             h11_max_incomplete_event_size=self.bounds.max_head_bytes,
+            backlog=BACKLOG,
             timeout_graceful_shutdown=math.ceil(self.bounds.request_seconds),
         )
         server = self._server = EmbeddedServer(config, self.table)

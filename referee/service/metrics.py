@@ -196,6 +196,12 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.ops_connections = Gauge(
+            "referee_ops_connections",
+            "Connections the operations port holds: at most REFEREE_HTTP_MAX_CLIENTS once the "
+            "event loop has read what a burst of new connections sent.",
+            registry=r,
+        )
         self.partition_check_errors = Counter(
             "referee_partition_check_errors",
             "Readings of the store's time partitions that failed (the partition gauges keep "

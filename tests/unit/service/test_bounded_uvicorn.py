@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -45,6 +46,9 @@ class Served:
         )
         assert value is not None, "every reason's series exists from the start"
         return value
+
+    def held(self) -> float | None:
+        return self.metrics.registry.get_sample_value("referee_ops_connections")
 
     async def stop(self) -> None:
         await self.server.stop()
@@ -133,6 +137,7 @@ async def make_server() -> AsyncIterator[MakeServer]:
             max_clients=max_clients,
             request_seconds=request_seconds,
             rejected=metrics.ops_rejected,
+            connections=metrics.ops_connections,
         )
         await server.start()
         made.append(Served(server, metrics))
@@ -235,14 +240,55 @@ async def test_past_the_bound_a_newcomer_closes_the_longest_waiting_and_a_probe_
         slow.append(client)
         await asyncio.sleep(0.01)  # in order of arrival
     assert await open_clients(slow) == slow[-4:], "the newest four are held, the rest closed"
+    assert server.held() == 4
 
     probe = await exchange(server.port, get("/readyz"))
     assert (probe.status(), probe.body()) == (200, b"ready\n")
     assert await open_clients(slow) == slow[-3:], "the probe closed the longest waiting"
     assert server.rejected(Rejected.EVICTED) == 16 + 1
-    assert len(server.server.table.clients) == 3
+    assert server.held() == 3
     for client in slow:
         client.close()
+
+
+async def test_a_request_that_came_with_its_connection_is_answered_though_a_burst_follows(
+    make_server: MakeServer,
+) -> None:
+    """The loop accepts a burst of connections before it reads any: the bound is enforced on
+    its next turn, once the probe's request is in hand (closing the longest waiting at each
+    admission closed the probe, the oldest of its burst, unread)."""
+    server = await make_server(max_clients=4, request_seconds=LIMIT * 2)
+    slow = []
+    for _ in range(4):
+        client = await connect(server.port)
+        client.send(b"GET /readyz HTTP/1.1\r\n")
+        slow.append(client)
+    await asyncio.sleep(0.05)
+    # blocking sockets: the whole burst, data included, is in the kernel before the loop
+    # (the server's) runs again
+    probe = socket.create_connection(("127.0.0.1", server.port))
+    probe.sendall(get("/readyz"))
+    burst = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(10)]
+    for sock in burst:
+        sock.sendall(b"GET /readyz HTTP/1.1\r\n")
+    try:
+        answer = await asyncio.wait_for(asyncio.to_thread(read_to_end, probe), LIMIT)
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert answer.endswith(b"\r\n\r\nready\n")
+        assert server.rejected(Rejected.EVICTED) == 4 + 7, "the slow four, the first seven new"
+    finally:
+        for sock in [probe, *burst]:
+            sock.close()
+        for client in slow:
+            client.close()
+
+
+def read_to_end(sock: socket.socket) -> bytes:
+    sock.settimeout(LIMIT)
+    data = b""
+    while chunk := sock.recv(4096):
+        data += chunk
+    return data
 
 
 async def test_a_connection_being_answered_is_never_closed_for_a_newcomer(
@@ -289,7 +335,9 @@ async def test_bad_requests_get_a_4xx_and_write_no_log_line_each(
     server = await make_server(max_clients=1000, request_seconds=LIMIT)
     oversized_line = b"GET /" + b"a" * (64 * 1024 + 1) + b" HTTP/1.1\r\n"  # never finished
     oversized_whole = b"GET /readyz?" + b"a" * (64 * 1024 + 1) + b" HTTP/1.1\r\nhost: r\r\n\r\n"
-    upgrade = b"GET /healthz HTTP/1.1\r\nhost: r\r\nconnection: upgrade, close\r\nupgrade: h2c\r\n\r\n"
+    upgrade = (
+        b"GET /healthz HTTP/1.1\r\nhost: r\r\nconnection: upgrade, close\r\nupgrade: h2c\r\n\r\n"
+    )
     requests = [oversized_line] * 50 + [oversized_whole] * 50 + GARBAGE * 10 + [upgrade]
     answers = await asyncio.gather(*(exchange(server.port, r) for r in requests))
 
