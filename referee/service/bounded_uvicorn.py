@@ -39,7 +39,8 @@ BACKLOG = 128
 the loop: the bound may be passed by that many for the turn it takes to read them."""
 
 SUMMARY_SECONDS = 60.0
-"""At most one log line this often sums up the clients turned away."""
+"""The clients turned away are summed up in one log line at the end of each minute that saw
+some (and when the server stops)."""
 
 log = logging.getLogger("referee.ops")
 
@@ -88,7 +89,6 @@ class ClientTable(ServerState):
         self._count = count
         self.clients: OrderedDict[BoundedH11Protocol, None] = OrderedDict()
         self._unlogged: Counter[Rejected] = Counter()
-        self._logged_at = float("-inf")
         self._summary: asyncio.TimerHandle | None = None
         self._bounding: asyncio.TimerHandle | None = None
 
@@ -130,13 +130,12 @@ class ClientTable(ServerState):
         self.clients.pop(client, None)
 
     def reject(self, reason: Rejected) -> None:
-        """Counts a client turned away; sums them up in the log at most once a minute."""
+        """Counts a client turned away; the first of a minute starts the minute at whose end
+        they are summed up in one log line."""
         self._count(reason)
         self._unlogged[reason] += 1
         if self._summary is None:
-            loop = asyncio.get_running_loop()
-            delay = max(0.0, self._logged_at + SUMMARY_SECONDS - loop.time())
-            self._summary = loop.call_later(delay, self.summarize)
+            self._summary = asyncio.get_running_loop().call_later(SUMMARY_SECONDS, self.summarize)
 
     def summarize(self) -> None:
         """Logs the clients turned away since the last summary, if any."""
@@ -145,7 +144,6 @@ class ClientTable(ServerState):
             self._summary = None
         if not self._unlogged:
             return
-        self._logged_at = asyncio.get_running_loop().time()
         counts = {reason.value: n for reason, n in sorted(self._unlogged.items())}
         self._unlogged.clear()
         log.warning(

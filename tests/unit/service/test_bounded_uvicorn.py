@@ -20,6 +20,7 @@ import pytest
 from uvicorn import Server
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from referee.service import bounded_uvicorn
 from referee.service.bounded_uvicorn import MAX_HEAD_BYTES, Rejected
 from referee.service.http import OpsServer
 from referee.service.metrics import Metrics
@@ -347,11 +348,33 @@ async def test_bad_requests_get_a_4xx_and_write_no_log_line_each(
     assert statuses[-1] == 200, "an upgrade uvicorn cannot do is a plain request"
     assert server.rejected(Rejected.TOO_LARGE) == 100
     assert server.rejected(Rejected.MALFORMED) == len(GARBAGE) * 10
-    await asyncio.sleep(0.05)  # the summary is written on the loop's next turn
+    await server.stop()  # which writes the summary of the minute under way
     loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [(r.name, r.levelname) for r in loud] == [("referee.ops", "WARNING")]
-    assert "the operations port turned clients away" in loud[0].getMessage()
+    assert loud[0].getMessage() == (
+        "the operations port turned clients away: malformed 50, too_large 100 "
+        "(referee_ops_rejected_total)"
+    )
     assert not [r for r in caplog.records if r.name.startswith("uvicorn.access")]
+
+
+async def test_the_clients_turned_away_are_summed_up_at_the_end_of_each_minute(
+    make_server: MakeServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bounded_uvicorn, "SUMMARY_SECONDS", 0.3)
+    caplog.set_level(logging.DEBUG, logger="referee.ops")
+    server = await make_server(request_seconds=LIMIT)
+    await asyncio.gather(*(exchange(server.port, b"garbage\r\n\r\n") for _ in range(3)))
+    assert not caplog.records, "nothing is logged before the minute is out"
+    await until(lambda: len(caplog.records) == 1)
+    await asyncio.gather(*(exchange(server.port, b"garbage\r\n\r\n") for _ in range(2)))
+    await until(lambda: len(caplog.records) == 2)
+    assert [getattr(r, "rejected", None) for r in caplog.records] == [
+        {"malformed": 3},
+        {"malformed": 2},
+    ]
+    await server.stop()
+    assert len(caplog.records) == 2, "nothing left to sum up"
 
 
 async def test_a_bad_body_after_the_answer_began_closes_the_connection(
