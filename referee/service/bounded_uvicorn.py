@@ -7,10 +7,10 @@ timer starts only after a response and every byte received cancels it (uvicorn i
 a connection that sends nothing has no timer at all, and ``limit_concurrency`` answers a
 newcomer 503 once slow clients hold every place. Here each connection has a deadline for each
 request, from its opening (or its previous response) to the answer; the connections are
-bounded, and a newcomer past the bound closes the one that has waited longest for its next
-request (never one being answered); a request head is bounded in size. A client turned away
-is counted by reason and summed up in one log line a minute at most, never logged one by one
-(uvicorn logs each malformed request at WARNING).
+bounded: past the bound, those that have waited longest for their next request are closed
+once the loop has read what the newcomers sent (never one being answered); a request head is
+bounded in size. A client turned away is counted by reason and summed up in one log line a
+minute at most, never logged one by one (uvicorn logs each malformed request at WARNING).
 """
 
 from __future__ import annotations
@@ -106,6 +106,8 @@ class ClientTable(ServerState):
             return
         self.clients[client] = None
         if len(self.clients) > self.bounds.max_clients and self._bounding is None:
+            # a timer due runs after the reads of the loop's turn (asyncio's order; the
+            # burst test of test_bounded_uvicorn.py holds it)
             self._bounding = asyncio.get_running_loop().call_later(0, self.bound)
 
     def bound(self) -> None:
