@@ -177,8 +177,8 @@ class Settings(BaseSettings):
         default=64,
         ge=1,
         le=10_000,
-        description="Most connections the operations port holds; past it a newcomer closes the "
-        "one that has waited longest for its request (never one being answered).",
+        description="Most connections the operations port holds; past it, those that have "
+        "waited longest for their request are closed (never one being answered).",
     )
     http_request_seconds: float = Field(
         default=5.0,
