@@ -230,7 +230,7 @@ async def test_a_kept_alive_connection_left_idle_is_closed_without_being_counted
 # ------------------------------------------------------------------------------ the bound
 
 
-async def test_past_the_bound_a_newcomer_closes_the_longest_waiting_and_a_probe_is_answered(
+async def test_past_the_bound_the_longest_waiting_are_closed_and_a_probe_is_answered(
     make_server: MakeServer,
 ) -> None:
     server = await make_server(max_clients=4, request_seconds=LIMIT * 2)
