@@ -132,6 +132,10 @@ def build(settings: Settings, engine: AsyncEngine) -> Built:
         service.exposition,
         service.readiness,
         service.liveness,
+        max_clients=settings.http_max_clients,
+        request_seconds=settings.http_request_seconds,
+        rejected=metrics.ops_rejected,
+        connections=metrics.ops_connections,
     )
     handler = BatchHandler(step, partitions, progress, metrics, polls, pipeline=settings.pipeline)
     subscriber = _subscriber(broker, settings, PositionListener(partitions), polls)

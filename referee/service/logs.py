@@ -35,8 +35,9 @@ def configure_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # (alembic's plugin registry announces itself each time the migrations are read)
-    for noisy in ("aiokafka", "faststream", "alembic.runtime.plugins"):
+    # (alembic's plugin registry announces itself each time the migrations are read; uvicorn,
+    # the operations port's server, its start and stop)
+    for noisy in ("aiokafka", "faststream", "alembic.runtime.plugins", "uvicorn"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     # but the group's joins, assignments and revocations: rare, and what a stuck rebalance
     # is diagnosed from

@@ -23,6 +23,7 @@ from referee.contracts.wire import INPUT_EVENTS
 from referee.domain.errors import RejectionReason
 from referee.domain.revisions import NEWEST
 from referee.processing.outcome import Outcome, Processed
+from referee.service.bounded_uvicorn import Rejected
 from referee.store.partitions import TimePartition
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -224,6 +225,22 @@ class Metrics:
             ["table"],
             registry=r,
         )
+        self.ops_rejected = Counter(
+            "referee_ops_rejected",
+            "Clients of the operations port closed or refused, by reason: timeout (no request "
+            "answered within REFEREE_HTTP_REQUEST_SECONDS), evicted (closed while waiting, for a "
+            "newcomer past REFEREE_HTTP_MAX_CLIENTS), refused (a newcomer while every other "
+            "connection was being answered), malformed (400), too_large (a request head over "
+            "8 KiB, 431).",
+            ["reason"],
+            registry=r,
+        )
+        self.ops_connections = Gauge(
+            "referee_ops_connections",
+            "Connections the operations port holds: at most REFEREE_HTTP_MAX_CLIENTS once the "
+            "event loop has read what a burst of new connections sent.",
+            registry=r,
+        )
         self.partition_check_errors = Counter(
             "referee_partition_check_errors",
             "Readings of the store's time partitions that failed (the partition gauges keep "
@@ -239,6 +256,8 @@ class Metrics:
             self.verdicts.labels(verdict.__struct_config__.tag)
         for reason in RejectionReason:
             self.rejections.labels(reason.value)
+        for turned in Rejected:
+            self.ops_rejected.labels(turned.value)
         for outcome in ("committed", "aborted"):
             self.relay_transactions.labels(outcome)
         for outbox in ("verdicts", "dead_letters"):

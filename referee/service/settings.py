@@ -173,6 +173,20 @@ class Settings(BaseSettings):
     http_port: int = Field(
         default=8080, ge=1, le=MAX_PORT, description="Port of /healthz, /livez, /readyz, /metrics."
     )
+    http_max_clients: int = Field(
+        default=64,
+        ge=1,
+        le=10_000,
+        description="Most connections the operations port holds; past it, those that have "
+        "waited longest for their request are closed (never one being answered).",
+    )
+    http_request_seconds: float = Field(
+        default=5.0,
+        gt=0.0,
+        le=300.0,
+        description="How long a client of the operations port has for each request, from its "
+        "connection (or its previous answer) to the answer; past it the connection is closed.",
+    )
     log_level: LogLevel = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
     ready_requires_partition: bool = Field(
         default=True,

@@ -41,6 +41,8 @@ METRICS: dict[str, tuple[str, frozenset[str]]] = {
     "referee_oldest_partition_age_seconds": ("gauge", frozenset({"table"})),
     "referee_live_partitions": ("gauge", frozenset({"table"})),
     "referee_partition_check_errors_total": ("counter", frozenset()),
+    "referee_ops_rejected_total": ("counter", frozenset({"reason"})),
+    "referee_ops_connections": ("gauge", frozenset()),
 }
 
 # Labels Prometheus adds to every scraped series (ServiceMonitor targets).

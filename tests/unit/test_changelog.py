@@ -30,9 +30,15 @@ def releases() -> dict[str, dict[str, str]]:
     return found
 
 
+UNRELEASED = "Unreleased"
+"""The section at the top that gathers what the next release will say, as it lands."""
+
+
 def test_the_newest_section_is_the_packages_version() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     versions = list(releases())
+    if versions[0] == UNRELEASED:
+        versions = versions[1:]
     assert versions[0] == project["version"]
     assert all(SEMVER.fullmatch(v) for v in versions), versions
     keys = [tuple(int(x) for x in v.split(".")) for v in versions]
