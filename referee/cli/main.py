@@ -237,6 +237,13 @@ def _parser() -> argparse.ArgumentParser:
         "$REFEREE_ARCHIVE_URL) and the store as one journal; check every archived file "
         "against its manifest",
     )
+    audit.add_argument(
+        "--topics",
+        action="store_true",
+        help="also compare the store with what the output topics hold (Kafka from the "
+        "REFEREE_KAFKA_* settings): every record on them the store's, once and in its order; "
+        "a store that lost commits the topics hold fails (docs/reliability.md)",
+    )
     audit.set_defaults(handler=_audit)
 
     maintain = command(
@@ -273,6 +280,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="record the input topic's partition count (after partitions were added), once "
         "every record of the old partitions is processed (docs/runbook.md)",
+    )
+    partitions.add_argument(
+        "--accept-gap",
+        type=int,
+        metavar="P",
+        help="accept that input partition P's records between its stored position and the "
+        "oldest Kafka still holds are lost (deleted before the referee processed them): a "
+        "refused partition goes on from there (docs/runbook.md, 'A partition refused')",
     )
     partitions.set_defaults(handler=_partitions)
 

@@ -63,10 +63,16 @@ class PartitionsReport:
 
 
 def partitions(args: argparse.Namespace) -> int:
-    """Prints the partitions' state; with ``--accept``, records the input topic's count."""
+    """Prints the partitions' state; with ``--accept``, records the input topic's count; with
+    ``--accept-gap P``, accepts that partition P's missing input is lost."""
     settings = settings_or_exit()
     db = choose_database(args.database, embedded=args.embedded, settings=settings)
     probe_schema(db, settings, "reads")
+    if args.accept_gap is not None:
+        with reaching(db):
+            said = asyncio.run(_accept_gap(db, settings, args.accept_gap))
+        print(said)
+        return EXIT_OK
     with reaching(db):
         report = asyncio.run(_report(db, settings))
     for line in report.lines():
@@ -140,6 +146,47 @@ async def _report(db: Database, settings: Settings) -> PartitionsReport:
     finally:
         await engine.dispose()
     return PartitionsReport(settings.input_topic, recorded, counts, waiting)
+
+
+async def _accept_gap(db: Database, settings: Settings, partition: int) -> str:
+    """Records that the partition's input from its stored position + 1 to the oldest record
+    Kafka holds is lost; returns what was accepted."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.errors import KafkaError
+
+    from referee.service.kafka_options import consumer_options, kafka_security
+
+    options = consumer_options(settings, kafka_security(settings))
+    tp = TopicPartition(settings.input_topic, partition)
+    try:
+        consumer = AIOKafkaConsumer(enable_auto_commit=False, group_id=None, **options)
+        await consumer.start()
+        try:
+            start = (await consumer.beginning_offsets([tp]))[tp]
+        finally:
+            await consumer.stop()
+    except KafkaError as kafka:
+        raise UnavailableError(
+            f"Kafka at {settings.kafka_bootstrap_servers}: {type(kafka).__name__}: {kafka}"
+        ) from kafka
+    engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
+    try:
+        store = PostgresOutboxStore(engine)
+        stored = await store.stored_position(settings.group_id, settings.input_topic, partition)
+        needed = stored + 1
+        if start <= needed:
+            return (
+                f"nothing to accept: partition {partition}'s input from offset {needed} is "
+                f"still in Kafka (it starts at {start})"
+            )
+        await store.accept_gap(settings.group_id, settings.input_topic, partition, needed, start)
+    finally:
+        await engine.dispose()
+    return (
+        f"accepted: offsets {needed} to {start - 1} of partition {partition} of "
+        f"{settings.input_topic!r} are lost; the referee goes on from {start} (games whose "
+        "events were lost reject their later events as seq_gap)"
+    )
 
 
 async def _record(db: Database, settings: Settings, count: int) -> None:

@@ -293,17 +293,28 @@ def audit(args: argparse.Namespace) -> int:
             raise UsageError("--archive needs a URL, or REFEREE_ARCHIVE_URL set")
     with reaching(db):
         revision, report = asyncio.run(_audit(db, settings, args.revision, archive))
+    topics = None
+    if getattr(args, "topics", False):
+        from referee.cli.topics_audit import audit_topics
+
+        with reaching(db):
+            topics = asyncio.run(audit_topics(db.url, settings))
+    passed = report.passed and (topics is None or topics.passed)
     if args.json:
         document = {
             "database": db.shown,
             "schema_revision": revision,
             **dataclasses.asdict(report),
-            "passed": report.passed,
+            "passed": passed,
         }
+        if topics is not None:
+            document["topics"] = {**dataclasses.asdict(topics), "passed": topics.passed}
         print(json.dumps(document, indent=2))
     else:
         print(f"database: {db.shown}\nschema revision: {revision}\n{report.summary()}")
-    return EXIT_OK if report.passed else EXIT_DIFFERENCE
+        if topics is not None:
+            print("\n".join(topics.lines()))
+    return EXIT_OK if passed else EXIT_DIFFERENCE
 
 
 async def _audit(

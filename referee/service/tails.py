@@ -172,6 +172,44 @@ async def _read_spans(
     return found
 
 
+async def read_topic(options: dict[str, Any], topic: str) -> list[tuple[int, int, bytes]]:
+    """Returns every committed record of a topic (``read_committed``): (partition, offset,
+    value), each partition read to its last stable offset."""
+    consumer = AIOKafkaConsumer(
+        enable_auto_commit=False, group_id=None, isolation_level="read_committed", **options
+    )
+    await consumer.start()
+    try:
+        partitions = [
+            TopicPartition(topic, p)
+            for p in sorted(await consumer.partitions_for_topic(topic) or ())
+        ]
+        if not partitions:
+            return []
+        consumer.assign(partitions)
+        ends = await consumer.end_offsets(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        pending = {tp for tp in partitions if ends[tp] > 0}
+        found: list[tuple[int, int, bytes]] = []
+        moved_at = time.monotonic()
+        while pending:
+            batch = await consumer.getmany(*pending, timeout_ms=500, max_records=5000)
+            for tp, records in batch.items():
+                found += [(tp.partition, r.offset, r.value or b"") for r in records]
+            for tp in list(pending):
+                # the position passes aborted records and markers too: it says when a
+                # partition is read to its end
+                if await consumer.position(tp) >= ends[tp]:
+                    pending.discard(tp)
+            if batch:
+                moved_at = time.monotonic()
+            elif time.monotonic() - moved_at > TAIL_STALL_SECONDS:
+                raise RuntimeError(f"could not read {sorted(tp.partition for tp in pending)}")
+        return found
+    finally:
+        await consumer.stop()
+
+
 async def partition_counts(options: dict[str, Any], topics: list[str]) -> dict[str, int]:
     """Returns the partition count of each topic, asking the cluster (not a client's cache);
     0 for a topic that does not exist."""

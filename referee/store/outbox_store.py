@@ -132,6 +132,14 @@ class PostgresOutboxStore:
                 next_offset,
             )
 
+    async def every_row(self, outbox: str, topic: str) -> list[tuple[int, int, bytes, bool]]:
+        """Returns every row of the input topic's outboxes: (input partition, position, body,
+        withheld), the rows from before revision 0008 by their journal row's partition."""
+        table = _table(outbox)
+        async with self._driver() as driver:
+            rows = await driver.fetch(_EVERY_ROW[table], topic)
+        return [(int(p), int(pos), str(b).encode(), bool(w)) for p, pos, b, w in rows]
+
     async def processed_record(
         self, group_id: str, topic: str, partition: int, offset: int
     ) -> bytes | None:
@@ -308,6 +316,17 @@ def _backlog(table: str) -> str:
 
 _ROWS_AFTER = {table: _rows_after(table) for table in OUTBOXES}
 _CAUSE_AT = {table: _cause_at(table) for table in OUTBOXES}
+_EVERY_ROW = {
+    table: (
+        "SELECT coalesce(o.source_partition, j.source_partition), o.position, o.body,"  # noqa: S608 - known names
+        " EXISTS (SELECT FROM withheld_rows w WHERE w.outbox = '" + table + "'"
+        " AND w.topic = $1 AND w.partition = coalesce(o.source_partition, j.source_partition)"
+        f" AND w.position = o.position) FROM {table} o"
+        " LEFT JOIN journal j ON o.source_partition IS NULL AND j.id = o.journal_id"
+        " WHERE coalesce(o.source_topic, j.source_topic) = $1"
+    )
+    for table in OUTBOXES
+}
 _LAST_CAUSED = {table: _last_caused(table) for table in OUTBOXES}
 _PROCESSED_RECORD = (
     "SELECT j.raw FROM consumer_positions p JOIN journal j ON j.id = p.journal_id"
