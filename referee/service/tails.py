@@ -175,20 +175,20 @@ async def _read_spans(
 async def read_topic(options: dict[str, Any], topic: str) -> list[tuple[int, int, bytes]]:
     """Returns every committed record of a topic (``read_committed``): (partition, offset,
     value), each partition read to its last stable offset."""
+    count = (await partition_counts(options, [topic]))[topic]
+    if not count:
+        return []
+    partitions = [TopicPartition(topic, p) for p in range(count)]
     consumer = AIOKafkaConsumer(
         enable_auto_commit=False, group_id=None, isolation_level="read_committed", **options
     )
     await consumer.start()
     try:
-        partitions = [
-            TopicPartition(topic, p)
-            for p in sorted(await consumer.partitions_for_topic(topic) or ())
-        ]
-        if not partitions:
-            return []
         consumer.assign(partitions)
         ends = await consumer.end_offsets(partitions)
-        await consumer.seek_to_beginning(*partitions)
+        starts = await consumer.beginning_offsets(partitions)
+        for tp in partitions:
+            consumer.seek(tp, starts[tp])
         pending = {tp for tp in partitions if ends[tp] > 0}
         found: list[tuple[int, int, bytes]] = []
         moved_at = time.monotonic()
