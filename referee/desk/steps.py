@@ -37,7 +37,7 @@ from referee.processing.explanations import (
 from referee.processing.referee import Referee
 
 if TYPE_CHECKING:  # the store's modules load only for a store
-    from referee.store.game_views import GameViews
+    from referee.store.game_views import GameViews, JournalRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,18 +124,21 @@ def steps_of(
     return folding.result()
 
 
-async def steps_of_store(
-    views: GameViews, game_id: str, reader: Viewer, referee: Referee, max_event_bytes: int
+def steps_of_rows(
+    rows: Iterable[JournalRow],
+    game_id: str,
+    reader: Viewer,
+    referee: Referee,
+    max_event_bytes: int,
 ) -> GameSteps | None:
-    """Returns the steps of a game of the store, its journal read as the audit reads it (each
-    row under the size limit it was judged under, the game under its pinned revision)."""
+    """Returns the steps of a game from its journal rows, read as the audit reads them: each
+    row under the size limit it was judged under; ``referee`` pinned to the game's revision
+    (``pinned``)."""
     from referee.domain.errors import RejectionReason
-    from referee.processing.audit import UNRECORDED_REVISION, source_of
+    from referee.processing.audit import source_of
 
-    revision = await views.revision(game_id)
-    referee.pin({} if revision is None else {game_id: revision}, UNRECORDED_REVISION)
     folding = _Folding(Explainer(Request(game_id, None, reader), referee), game_id)
-    async for row in views.game_journal(game_id):
+    for row in rows:
         if row.reason == RejectionReason.INTERNAL_ERROR:
             continue  # took no place and changed no game (as the audit passes it)
         limit = row.max_event_bytes
@@ -143,6 +146,22 @@ async def steps_of_store(
         source = source_of(row.source_topic, row.source_partition, row.source_offset)
         folding.feed(bytes(row.raw), source)
     return folding.result()
+
+
+def pinned(game_id: str, revision: int | None, max_event_bytes: int) -> Referee:
+    """Returns a referee that judges ``game_id`` under its stored rules revision (``None``:
+    the game has no row, it started before revisions were recorded)."""
+    from referee.processing.audit import UNRECORDED_REVISION
+
+    referee = Referee(max_event_bytes)
+    referee.pin({} if revision is None else {game_id: revision}, UNRECORDED_REVISION)
+    return referee
+
+
+async def store_rows(views: GameViews, game_id: str) -> tuple[int | None, list[JournalRow]]:
+    """Returns a game's rules revision and its journal rows, in arrival order."""
+    revision = await views.revision(game_id)
+    return revision, [row async for row in views.game_journal(game_id)]
 
 
 class _Folding:
