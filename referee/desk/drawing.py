@@ -20,7 +20,7 @@ U = 26
 GAP = 2
 R = 13
 """The radius of an end's badge."""
-ROW = U + 26
+ROW = U + 34
 """The height of a train's row."""
 TEAM_COLOURS = ("#dbeafe", "#fde68a", "#d1fae5", "#fbcfe8", "#e9d5ff", "#fed7aa")
 
@@ -90,11 +90,14 @@ class _Anchor:
     dy: int
 
 
-def _end(c: _Canvas, place: str, value: int, at: _Anchor, marks: Marks) -> None:
-    """Draws an end's badge outward of ``at``, its note, and the ghosts that mark it."""
+def _end(
+    c: _Canvas, place: str, value: int, at: _Anchor, marks: Marks, *, named: bool = True
+) -> None:
+    """Draws an end's badge outward of ``at``, its name (``named``), its note, and the ghosts
+    that mark it."""
     cx, cy = at.x + at.dx * (R + GAP), at.y + at.dy * (R + GAP)
     classes = " ".join(["end", *marks.ends.get(place, [])])
-    c.grow(cx - R, cy - R - 12, 2 * R, 2 * R + 12)
+    c.grow(cx - R - 12, cy - R - 16, 2 * R + 24, 2 * R + 32)
     label_y = cy + R + 10 if at.dy >= 0 else cy - R - 4
     note = marks.notes.get(place)
     noted = "" if note is None else f'<text class="note" x="{cx:g}" y="{cy - R - 4:g}">{esc(note)}</text>'
@@ -104,7 +107,8 @@ def _end(c: _Canvas, place: str, value: int, at: _Anchor, marks: Marks) -> None:
         f'<g class="{classes}" data-place="{attr(place)}" data-value="{value}">'
         f'<circle cx="{cx:g}" cy="{cy:g}" r="{R}"/>'
         f'<text x="{cx:g}" y="{cy:g}">{value}</text>'
-        f'<text class="label" x="{cx:g}" y="{label_y:g}">{esc(place)}</text>{noted}</g>'
+        + (f'<text class="label" x="{cx:g}" y="{label_y:g}">{esc(place)}</text>' if named else "")
+        + f"{noted}</g>"
     )
     offset = 2 * R + 2 * GAP + 4
     extra = f' data-place="{attr(place)}"'
@@ -192,7 +196,7 @@ def _trains(c: _Canvas, step: Step, marks: Marks) -> None:
             c.grow(mx, cy - 10, 12, 20)
         c.parts.append("</g>")
         if mark.name in values:
-            _end(c, mark.name, values[mark.name], _Anchor(x, cy, 1, 0), marks)
+            _end(c, mark.name, values[mark.name], _Anchor(x, cy, 1, 0), marks, named=False)
     c.grow(0, 0, start, rows * ROW)
 
 

@@ -402,5 +402,6 @@ SCRIPT = """
   });
   var start = indexOf(location.hash);
   show(start >= 0 ? start : 0);
+  window.addEventListener('load', function () { window.scrollTo(0, 0); });
 })();
 """
