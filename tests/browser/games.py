@@ -62,9 +62,10 @@ class Game:
 
 @cache
 def family_game(family: str) -> Game:
-    """The first game of a family that ``simulate`` plays (seed 3, fouls of every kind)."""
-    games = family_games(family, 1, games=30, seed=3, foul_rate=0.25)
-    game_id, lines = next(iter(games.items()))
+    """The first game of a family that ``simulate`` plays (seed 3, fouls of every kind) with
+    a false pass in it."""
+    games = family_games(family, 8, games=60, seed=3, foul_rate=0.25)
+    game_id, lines = next((g, ls) for g, ls in games.items() if _false_pass_in(ls))
     first = parse_event(lines[0])
     assert isinstance(first, InputEvent)
     game = Game(family, game_id, lines, tuple(first.players))  # type: ignore[attr-defined]
@@ -99,6 +100,15 @@ def family_game(family: str) -> Game:
         game.boneyard[seq] = yard
         game.round_over[seq] = rnd.ended
     return game
+
+
+def _false_pass_in(lines: list[bytes]) -> bool:
+    referee = Referee()
+    for number, line in enumerate(lines, 1):
+        for verdict in referee.process(line, FileSource("sim", number)).verdicts:
+            if getattr(verdict, "foul", None) == "false_pass":
+                return True
+    return False
 
 
 def views_of(game: Game) -> list[str]:
