@@ -70,16 +70,29 @@ def _tile(
     key = f"{min(a, b)}-{max(a, b)}"
     w, h = (U, 2 * U) if vertical else (2 * U, U)
     c.grow(x, y, w, h)
+    h1, h3 = U // 2, U + U // 2
     if vertical:
-        div = f'<line x1="0" y1="{U}" x2="{U}" y2="{U}"/>'
-        texts = f'<text x="{U / 2}" y="{U / 2}">{a}</text><text x="{U / 2}" y="{1.5 * U}">{b}</text>'
+        frame = "#tv"
+        texts = f'<text x="{h1}" y="{h1}">{a}</text><text x="{h1}" y="{h3}">{b}</text>'
     else:
-        div = f'<line x1="{U}" y1="0" x2="{U}" y2="{U}"/>'
-        texts = f'<text x="{U / 2}" y="{U / 2}">{a}</text><text x="{1.5 * U}" y="{U / 2}">{b}</text>'
+        frame = "#th"
+        texts = f'<text x="{h1}" y="{h1}">{a}</text><text x="{h3}" y="{h1}">{b}</text>'
     c.parts.append(
         f'<g class="{cls}" data-tile="{key}"{extra} transform="translate({x:g},{y:g})">'
-        f'<rect width="{w}" height="{h}" rx="3"/>{div}{texts}</g>'
+        f'<use href="{frame}"/>{texts}</g>'
     )
+
+
+FRAMES = (
+    '<svg class="frames" width="0" height="0" aria-hidden="true"><defs>'
+    f'<g id="th"><rect width="{2 * U}" height="{U}" rx="3"/>'
+    f'<line x1="{U}" y1="0" x2="{U}" y2="{U}"/></g>'
+    f'<g id="tv"><rect width="{U}" height="{2 * U}" rx="3"/>'
+    f'<line x1="0" y1="{U}" x2="{U}" y2="{U}"/></g>'
+    "</defs></svg>"
+)
+"""A tile's frame, lying and standing, drawn once a page: each tile uses one (its colours
+are inherited from the tile's classes)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from referee.desk.drawing import Marks, board_svg
+from referee.desk.drawing import FRAMES, Marks, board_svg
 from referee.desk.steps import GameSteps, Step
 from referee.desk.text import attr, esc
 from referee.domain.evidence import (
@@ -46,6 +46,7 @@ def page(game: GameSteps, words: Words, links: Sequence[tuple[str, str]] = ()) -
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>game {esc(game.game_id)} as {esc(game.view)} sees it</title>",
         f"<style>{STYLE}</style></head><body>",
+        FRAMES,
         _header(game, words, links),
         '<div class="main"><nav class="verdict-list" aria-label="verdicts">',
         _verdict_list(steps),
@@ -303,12 +304,12 @@ section.step h2{font-size:17px;margin:6px 0}
 .table{overflow-x:auto;background:#14532d;border-radius:8px;padding:4px;margin:6px 0}
 svg.board{display:block;max-width:none}
 svg.board text{font:bold 15px system-ui,sans-serif;text-anchor:middle;dominant-baseline:central}
-svg.board .t rect{fill:#fffdf5;stroke:#111;stroke-width:1.2}
-svg.board .t line{stroke:#111;stroke-width:1}
-svg.board .t.spinner rect,svg.board .t.engine rect{fill:#fde68a}
-svg.board .t.pending-double rect{fill:#fecaca;stroke:#b91c1c;stroke-width:2.5}
-svg.board .t.ghost rect{fill:#dcfce7;stroke:#16a34a;stroke-width:2.5;stroke-dasharray:4 2}
-svg.board .t.ghost.rejected rect{fill:#fee2e2;stroke:#dc2626}
+svg.frames{position:absolute;width:0;height:0}
+svg.board .t{fill:#fffdf5;stroke:#111;stroke-width:1.2}svg.board .t text{fill:#111;stroke:none}
+svg.board .t.spinner,svg.board .t.engine{fill:#fde68a}
+svg.board .t.pending-double{fill:#fecaca;stroke:#b91c1c;stroke-width:2.5}
+svg.board .t.ghost{fill:#dcfce7;stroke:#16a34a;stroke-width:2.5;stroke-dasharray:4 2}
+svg.board .t.ghost.rejected{fill:#fee2e2;stroke:#dc2626}
 svg.board .end circle{fill:#e5e7eb;stroke:#374151;stroke-width:1.5}
 svg.board .end.open-to-actor circle{fill:#bfdbfe;stroke:#1d4ed8}
 svg.board .end.match circle{fill:#86efac;stroke:#15803d;stroke-width:3}
