@@ -81,7 +81,7 @@ def words() -> Words:
 def write_page(args: argparse.Namespace, referee: Referee, *, from_store: bool) -> int:
     """``referee explain ... --html FILE``: the page of ``--game`` under ``--as``."""
     from referee.desk.page import page
-    from referee.desk.steps import NotSeated, steps_of
+    from referee.desk.steps import NotSeatedError, steps_of
     from referee.domain.secrecy import SPECTATOR, viewer
 
     if args.game is None:
@@ -102,7 +102,7 @@ def write_page(args: argparse.Namespace, referee: Referee, *, from_store: bool) 
             log = open_log(args.log)
             where = str(log) if isinstance(log, Path) else "standard input"
             steps = steps_of(_records(log, where), game_id, reader, referee)
-    except NotSeated:
+    except NotSeatedError:
         raise UsageError(
             f"--as {reader.player}: no such player at game {game_id!r}; give a player of the "
             f"game, or {SPECTATOR}"
@@ -190,9 +190,7 @@ def desk_command(args: argparse.Namespace) -> int:
     async def run() -> None:
         import uvicorn
 
-        engine = as_reader(
-            create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
-        )
+        engine = as_reader(create_engine(db.url, settings.db_pool_size, settings.db_max_overflow))
         try:
             try:
                 await check_reachable(engine)

@@ -21,7 +21,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from referee.desk.page import SCRIPT, STYLE, Words, page
-from referee.desk.steps import GameSteps, NotSeated, pinned, steps_of_rows, store_rows
+from referee.desk.steps import GameSteps, NotSeatedError, pinned, steps_of_rows, store_rows
 from referee.desk.text import attr, esc
 from referee.domain.secrecy import AUDITOR, SPECTATOR, viewer
 from referee.store.game_views import GameSummary, GameViews
@@ -52,9 +52,7 @@ def game_path(game_id: str, view: str | None = None) -> str:
     return path if view is None else f"{path}?{urlencode({'view': view})}"
 
 
-def desk_app(
-    views: GameViews, words: Words, *, auditor: bool, max_event_bytes: int
-) -> Starlette:
+def desk_app(views: GameViews, words: Words, *, auditor: bool, max_event_bytes: int) -> Starlette:
     """Returns the desk's web application."""
 
     async def search(request: Request) -> Response:
@@ -88,7 +86,7 @@ def desk_app(
             steps = await run_in_threadpool(
                 steps_of_rows, rows, game_id, reader, referee, max_event_bytes
             )
-        except NotSeated:
+        except NotSeatedError:
             return _refusal(404, f"{name!r} does not sit at game {game_id!r}")
         if steps is None:
             return _refusal(404, f"no game {game_id!r} in the store")
@@ -114,7 +112,7 @@ def _links(steps: GameSteps, *, auditor: bool) -> list[tuple[str, str]]:
 
 def _refusal(status: int, message: str) -> Response:
     body = (
-        f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{status}</title>"
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{status}</title>'
         f"<style>{STYLE}</style></head><body><header><h1>{status}</h1></header><main>"
         f'<p class="refusal">{esc(message)}</p><p><a href="/">find a game</a></p></main>'
         "</body></html>"
@@ -145,8 +143,8 @@ def _search_page(
         rows.append(
             f'<tr data-game="{attr(g.game_id)}"><td><a class="game" '
             f'href="{attr(game_path(g.game_id, SPECTATOR))}">{esc(g.game_id)}</a></td>'
-            f"<td>{esc(', '.join(g.players))}</td><td class=\"n\">{g.last_seq}</td>"
-            f"<td>{esc(g.winner or '')}</td><td class=\"n\">{g.fouls}</td><td>{opened}</td></tr>"
+            f'<td>{esc(", ".join(g.players))}</td><td class="n">{g.last_seq}</td>'
+            f'<td>{esc(g.winner or "")}</td><td class="n">{g.fouls}</td><td>{opened}</td></tr>'
         )
     more = (
         f"<p>the first {FOUND_AT_MOST} shown: narrow the search</p>"

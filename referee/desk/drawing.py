@@ -113,7 +113,11 @@ def _end(
     c.grow(cx - R - 12, cy - R - 16, 2 * R + 24, 2 * R + 32)
     label_y = cy + R + 10 if at.dy >= 0 else cy - R - 4
     note = marks.notes.get(place)
-    noted = "" if note is None else f'<text class="note" x="{cx:g}" y="{cy - R - 4:g}">{esc(note)}</text>'
+    noted = (
+        ""
+        if note is None
+        else f'<text class="note" x="{cx:g}" y="{cy - R - 4:g}">{esc(note)}</text>'
+    )
     if note is not None:
         label_y = cy + R + 10
     c.parts.append(
@@ -203,9 +207,7 @@ def _trains(c: _Canvas, step: Step, marks: Marks) -> None:
             x += 2 * U + GAP
         if mark.open:  # the marker that opens a personal train to everybody
             mx = x + 2 * R + 2 * GAP + 6
-            c.parts.append(
-                f'<path class="marker" d="M{mx:g} {cy + 8:g} l0 -16 l10 4 l-10 4"/>'
-            )
+            c.parts.append(f'<path class="marker" d="M{mx:g} {cy + 8:g} l0 -16 l10 4 l-10 4"/>')
             c.grow(mx, cy - 10, 12, 20)
         c.parts.append("</g>")
         if mark.name in values:
@@ -254,9 +256,7 @@ def board_svg(step: Step, marks: Marks) -> str:
     elif step.board.line:
         _line(c, step, marks)
     else:
-        c.parts.append(
-            '<text class="label empty" x="0" y="0">no tile on the table yet</text>'
-        )
+        c.parts.append('<text class="label empty" x="0" y="0">no tile on the table yet</text>')
         c.grow(0, -U, 160, 2 * U)
     seats, seats_width = _seats(step, marks, 0)
     pad = 10

@@ -84,8 +84,10 @@ def verdict_title(chapter: Explained) -> str:
     foul = getattr(verdict, "foul", None)
     if foul is None:
         return kind
-    how = "applied: the action stood" if getattr(verdict, "applied", False) else (
-        "rejected: nothing changed"
+    how = (
+        "applied: the action stood"
+        if getattr(verdict, "applied", False)
+        else ("rejected: nothing changed")
     )
     return f"{kind} {foul} ({how})"
 
@@ -218,8 +220,9 @@ def _verdict(chapter: Explained, words: Words) -> str:
         f'<article class="verdict" id="verdict-{attr(verdict.verdict_id)}" '
         f'data-type="{attr(str(verdict.__struct_config__.tag))}"'
         + ("" if foul is None else f' data-foul="{attr(str(foul))}"')
-        + f'><h3>{esc(verdict_title(chapter))}</h3>'
-        f'<p class="rule">{esc(evidence.rule)} · <span class="vid">{esc(verdict.verdict_id)}</span></p>'
+        + f"><h3>{esc(verdict_title(chapter))}</h3>"
+        f'<p class="rule">{esc(evidence.rule)} · '
+        f'<span class="vid">{esc(verdict.verdict_id)}</span></p>'
         f'<ul class="evidence">{lines}</ul>{drawn}{withheld}</article>'
     )
 
@@ -340,7 +343,8 @@ li.hand.actor .who{color:#b91c1c}
 .tile.back{width:32px;height:17px;background:#4b5563;vertical-align:middle}
 .tile.playable{background:#86efac;border-color:#15803d;box-shadow:0 0 0 2px #15803d}
 .secret{color:#6b7280;font-size:12px;margin-left:6px}
-table.scores{border-collapse:collapse}table.scores td{padding:1px 8px;border-bottom:1px solid #e5e7eb}
+table.scores{border-collapse:collapse}
+table.scores td{padding:1px 8px;border-bottom:1px solid #e5e7eb}
 table.scores caption{text-align:left;font-weight:600}td.n{text-align:right}
 article.verdict{border-left:4px solid #2563eb;background:#fff;padding:6px 12px;margin:10px 0}
 article.verdict[data-type=FoulRecorded]{border-color:#dc2626}

@@ -108,7 +108,7 @@ class GameSteps:
     steps: tuple[Step, ...]
 
 
-class NotSeated(LookupError):
+class NotSeatedError(LookupError):
     """The reader is a player who does not sit at the game."""
 
 
@@ -116,7 +116,7 @@ def steps_of(
     records: Iterable[tuple[bytes, Source]], game_id: str, reader: Viewer, referee: Referee
 ) -> GameSteps | None:
     """Folds the records of a log (or a store) and returns the steps of ``game_id`` as
-    ``reader`` may see them; ``None`` if the game is not there. Raises ``NotSeated`` for a
+    ``reader`` may see them; ``None`` if the game is not there. Raises ``NotSeatedError`` for a
     player who does not sit at it."""
     folding = _Folding(Explainer(Request(game_id, None, reader), referee), game_id)
     for raw, source in records:
@@ -218,7 +218,7 @@ class _Folding:
 
     def result(self) -> GameSteps | None:
         if not self.explainer.seats_reader() and self.explainer.tables:
-            raise NotSeated(self.explainer.request.reader.name)
+            raise NotSeatedError(self.explainer.request.reader.name)
         if self.opened is None:
             return None
         return GameSteps(
@@ -262,13 +262,26 @@ def _step(
         for seat, player in enumerate(game.players)
     }
     side_scores = tuple(
-        Side(side, members, score) for (side, members), score in zip(named, game.scores, strict=True)
+        Side(side, members, score)
+        for (side, members), score in zip(named, game.scores, strict=True)
     )
     if rnd is None:
         seats = tuple(Seat(p, team_of[p], 0, None) for p in game.players)
         return Step(
-            seq, None, action, board, (), (), seats, None, None, side_scores, False, verdicts,
-            dealt, rejected,
+            seq,
+            None,
+            action,
+            board,
+            (),
+            (),
+            seats,
+            None,
+            None,
+            side_scores,
+            round_over=False,
+            verdicts=verdicts,
+            dealt=dealt,
+            rejected=rejected,
         )
     over = rnd.ended
     seats = tuple(

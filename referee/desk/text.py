@@ -15,17 +15,20 @@ def visible(text: str) -> str:
     (``\\x1b``, ``\\u202e``), so that none of them acts on the page."""
     if text.isprintable():
         return text
-    return "".join(
-        ch if ch.isprintable() or ch == " " else _escape(ch)
-        for ch in text
-    )
+    return "".join(ch if ch.isprintable() or ch == " " else _escape(ch) for ch in text)
 
 
 def _escape(ch: str) -> str:
     code = ord(ch)
     if unicodedata.category(ch) in ("Zs",):
         return ch
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
 
 
 def esc(text: str) -> str:

@@ -59,7 +59,8 @@ class JournalRow(NamedTuple):
 
 _FIND = text(
     """
-    SELECT g.game_id, ARRAY(SELECT jsonb_array_elements_text(g.state -> 'players')) AS players, g.last_seq, g.state ->> 'winner',
+    SELECT g.game_id, ARRAY(SELECT jsonb_array_elements_text(g.state -> 'players')) AS players,
+           g.last_seq, g.state ->> 'winner',
            COALESCE(f.fouls, 0) AS fouls
     FROM current_games g
     LEFT JOIN (

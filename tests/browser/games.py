@@ -2,10 +2,10 @@
 each step: the tiles on the table, and the tiles each reader may not see then.
 
 The expectations are read from the referee's state after each event (every hand and the
-boneyard), not from the page's own fold: the tiles on the table are the engine and every tile
-a play took out of its player's hand in the round; a reader's secrets are the other hands while the round is in play and the
-boneyard at every moment, less a tile the reader named in their own action (as
-``tests/property/test_explain_secrecy.py`` defines them).
+boneyard), not from the page's own fold: the tiles on the table are the engine and every
+tile a play took out of its player's hand in the round; a reader's secrets are the other
+hands while the round is in play and the boneyard at every moment, less a tile the reader
+named in their own action (as ``tests/property/test_explain_secrecy.py`` defines them).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from referee.cli.desk import words
 from referee.contracts.parse import parse_event
 from referee.contracts.rejection import FileSource
-from referee.contracts.wire import InputEvent
+from referee.contracts.wire import GameStartedWire, InputEvent
 from referee.desk.page import page
 from referee.desk.steps import steps_of
 from referee.domain.events import RoundStarted, TileDrawn, TilePlayed
@@ -67,8 +67,8 @@ def family_game(family: str) -> Game:
     games = family_games(family, 8, games=60, seed=3, foul_rate=0.25)
     game_id, lines = next((g, ls) for g, ls in games.items() if _false_pass_in(ls))
     first = parse_event(lines[0])
-    assert isinstance(first, InputEvent)
-    game = Game(family, game_id, lines, tuple(first.players))  # type: ignore[attr-defined]
+    assert isinstance(first, GameStartedWire)
+    game = Game(family, game_id, lines, tuple(first.players))
     referee = Referee()
     table: list[Tile] = []
     held: dict[str, set[Tile]] = {}

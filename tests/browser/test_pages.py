@@ -201,9 +201,7 @@ def test_a_false_pass_is_drawn_on_the_tile_and_the_end_the_json_names(
     log = tmp_path / "game.jsonl"
     log.write_bytes(b"\n".join(game.lines) + b"\n")
     passes = [
-        e
-        for e in explain_json(log, game.game_id)
-        if e["verdict"].get("foul") == "false_pass"
+        e for e in explain_json(log, game.game_id) if e["verdict"].get("foul") == "false_pass"
     ]
     assert passes
     path = write_page(game, None, tmp_path)
@@ -274,9 +272,9 @@ def test_no_tile_hidden_from_a_view_appears_in_its_page(
     _open(browser, auditor)
     # the detector finds secrets where they are: the auditor's page shows every hand
     seen_by_auditor = _by_step(browser)
-    assert any(
-        game.secrets(seq, SPECTATOR) & tiles for seq, tiles in seen_by_auditor.items()
-    ), "the auditor's page shows no hand: the check below could not fail"
+    assert any(game.secrets(seq, SPECTATOR) & tiles for seq, tiles in seen_by_auditor.items()), (
+        "the auditor's page shows no hand: the check below could not fail"
+    )
     for view in views_of(game):
         reader = None if view == SPECTATOR else view
         path = write_page(game, view, tmp_path)
