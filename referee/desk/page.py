@@ -9,6 +9,8 @@ with the arrow keys, Home and End. The script and the style hold no game data.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -44,6 +46,7 @@ def page(game: GameSteps, words: Words, links: Sequence[tuple[str, str]] = ()) -
         "<!doctype html>\n",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         f"<title>game {esc(game.game_id)} as {esc(game.view)} sees it</title>",
         f"<style>{STYLE}</style></head><body>",
         FRAMES,
@@ -410,3 +413,15 @@ SCRIPT = """
   window.addEventListener('load', function () { window.scrollTo(0, 0); });
 })();
 """
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+CSP = (
+    f"default-src 'none'; style-src {_sha256(STYLE)}; script-src {_sha256(SCRIPT)}; "
+    "form-action 'self'; base-uri 'none'"
+)
+"""Only the page's own style and script apply: an id that slipped through as markup could
+run nothing (the desk sends it as a header too)."""
