@@ -24,7 +24,6 @@ from referee.desk.text import attr, esc
 from referee.domain.secrecy import AUDITOR, SPECTATOR, viewer
 from referee.store.game_views import GameSummary, GameViews
 
-
 HEADERS = {
     "Content-Security-Policy": f"{CSP}; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
