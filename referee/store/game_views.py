@@ -31,6 +31,9 @@ def as_reader(engine: AsyncEngine) -> AsyncEngine:
             cursor.execute("SET default_transaction_read_only = on")
         finally:
             cursor.close()
+        # the settings are the session's from here on: the driver ran them in a
+        # transaction of its own, which the first statement would otherwise continue
+        dbapi_connection.commit()
 
     event.listen(engine.sync_engine, "connect", on_connect)
     return engine

@@ -8,7 +8,6 @@ the same: the game id below, with markup and control characters, is put in by ha
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import subprocess
 import sys
@@ -24,34 +23,10 @@ from referee.desk.steps import NotSeatedError, steps_of
 from referee.desk.text import visible
 from referee.domain.secrecy import viewer
 from referee.processing.referee import Referee
+from tests.hostile_ids import HOSTILE, HOSTILE_GAME, hostile_log
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden" / "false_pass_in_confirmation.jsonl"
-
-HOSTILE = {
-    "ann": '<script>alert("ann")</script>',
-    "bob": 'bob" onmouseover="alert(2)\'',
-    "cid": "c\u202eid</svg><img src=x onerror=alert(3)>",
-}
-HOSTILE_GAME = "g</title><script>alert(1)</script>\x1b[31m\x07'\"&amp;"
-
-
-def hostile_log(tmp_path: Path) -> Path:
-    """The golden false pass with a hostile game id and hostile player ids."""
-
-    def swap(value: object) -> object:
-        if isinstance(value, str):
-            return HOSTILE.get(value, value)
-        if isinstance(value, list):
-            return [swap(v) for v in value]
-        if isinstance(value, dict):
-            return {HOSTILE.get(k, k): swap(v) for k, v in value.items()}
-        return value
-
-    lines = [json.dumps(swap(json.loads(line))) for line in GOLDEN.read_text().splitlines()]
-    log = tmp_path / "hostile.jsonl"
-    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return log
 
 
 def make_page(log: Path, game_id: str, view: str | None, shown_as: str | None = None) -> str:
