@@ -63,6 +63,10 @@ def explain(args: argparse.Namespace) -> int:
                 "revision each was pinned to"
             )
         explainer.referee.rules_revision = args.rules_revision
+    if getattr(args, "html", None) is not None:  # --html FILE: the page of one game
+        from referee.cli.desk import write_page
+
+        return write_page(args, explainer.referee, from_store=from_store)
     if from_store:
         from referee.cli.store_commands import choose_database, settings_or_exit
 

@@ -294,6 +294,10 @@ def _parser() -> argparse.ArgumentParser:
     explain = command("explain", "the evidence behind every verdict, with the rule it applies")
     _explain_flags(explain)
     explain.set_defaults(handler=_explain)
+    from referee.cli.desk import add_desk, add_html_flag
+
+    add_html_flag(explain)
+    add_desk(command)
 
     demo = command("demo", "referee the bundled example into the embedded store")
     demo.add_argument(

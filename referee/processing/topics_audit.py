@@ -59,13 +59,11 @@ class TopicsReport:
 
     def lines(self) -> list[str]:
         """Returns the printed report."""
-        out = []
-        for outbox in sorted(self.stored):
-            out.append(
-                f"{outbox}: {self.stored[outbox]} in the store, {self.published[outbox]} on "
-                f"the topic, {self.unpublished[outbox]} not yet published, "
-                f"{self.withheld[outbox]} withheld"
-            )
+        out = [
+            f"{outbox}: {self.stored[outbox]} in the store, {self.published[outbox]} on the "
+            f"topic, {self.unpublished[outbox]} not yet published, {self.withheld[outbox]} withheld"
+            for outbox in sorted(self.stored)
+        ]
         shown = self.differences[:50]
         out += [f"difference: {d}" for d in shown]
         if len(self.differences) > len(shown):

@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CHANGELOG = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
 PARTS = ("Contract", "Rules revisions", "Migrations")
+UNRELEASED = "Unreleased"
+"""The heading of what is merged but not yet released: first if present, parts as a release's."""
 
 
 def releases() -> dict[str, dict[str, str]]:
@@ -30,15 +32,12 @@ def releases() -> dict[str, dict[str, str]]:
     return found
 
 
-UNRELEASED = "Unreleased"
-"""The section at the top that gathers what the next release will say, as it lands."""
-
-
 def test_the_newest_section_is_the_packages_version() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     versions = list(releases())
     if versions[0] == UNRELEASED:
         versions = versions[1:]
+    assert UNRELEASED not in versions, "Unreleased comes first, once"
     assert versions[0] == project["version"]
     assert all(SEMVER.fullmatch(v) for v in versions), versions
     keys = [tuple(int(x) for x in v.split(".")) for v in versions]

@@ -21,7 +21,18 @@ MAY_IMPORT: dict[str, set[str]] = {
     "store": {"contracts", "store"},
     "processing": {"domain", "contracts", "store", "processing", "archive"},
     "service": {"domain", "contracts", "store", "processing", "service"},
-    "cli": {"domain", "contracts", "store", "processing", "service", "cli", "simulate", "archive"},
+    "desk": {"domain", "contracts", "store", "processing", "desk"},
+    "cli": {
+        "domain",
+        "contracts",
+        "store",
+        "processing",
+        "service",
+        "cli",
+        "simulate",
+        "archive",
+        "desk",
+    },
     "simulate": {"domain", "contracts"},
     "archive": {"archive"},
 }
@@ -31,6 +42,7 @@ THIRD_PARTY: dict[str, set[str] | None] = {
     "domain": set(),  # the standard library only: the judge is a pure fold
     "contracts": {"msgspec"},
     "simulate": {"msgspec"},
+    "desk": {"starlette", "sqlalchemy"},  # the web part; the page itself is the stdlib's
 }
 """Layers whose outside imports are limited (None: any)."""
 
