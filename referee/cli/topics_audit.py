@@ -44,8 +44,7 @@ async def audit_topics(url: str, settings: Settings) -> TopicsReport:
                 ]
             except KafkaError as kafka:
                 raise UnavailableError(
-                    f"Kafka at {settings.kafka_bootstrap_servers}: {type(kafka).__name__}: "
-                    f"{kafka}"
+                    f"Kafka at {settings.kafka_bootstrap_servers}: {type(kafka).__name__}: {kafka}"
                 ) from kafka
             compare_outbox(outbox, rows, records, report)
     finally:
