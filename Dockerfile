@@ -12,7 +12,7 @@
 #     --build-arg REVISION="$(git rev-parse HEAD)" \
 #     --build-arg SOURCE=https://git.example.com/games/referee \
 #     --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-#     -t registry.example.com/referee:0.4.1 .
+#     -t registry.example.com/referee:0.5.0 .
 #
 # Two stages: `builder` resolves the dependencies from uv.lock (frozen, no dev
 # group, no extras: the `embedded` extra's PostgreSQL binaries stay out) into
@@ -72,7 +72,7 @@ FROM ${PYTHON_IMAGE} AS runtime
 # get by default) and every revision the image judges (referee.domain.revisions, checked
 # by tests/deploy/test_dockerfile.py; CHANGELOG.md, docs/releases.md).
 ARG PYTHON_IMAGE
-ARG VERSION=0.4.1
+ARG VERSION=0.5.0
 ARG REVISION=unknown
 ARG SOURCE=unknown
 ARG CREATED=1970-01-01T00:00:00Z

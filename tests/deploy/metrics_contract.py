@@ -43,6 +43,12 @@ METRICS: dict[str, tuple[str, frozenset[str]]] = {
     "referee_partition_check_errors_total": ("counter", frozenset()),
     "referee_ops_rejected_total": ("counter", frozenset({"reason"})),
     "referee_ops_connections": ("gauge", frozenset()),
+    "referee_partition_refused": ("gauge", frozenset({"partition", "reason"})),
+    "referee_store_behind_total": ("counter", frozenset()),
+    "referee_already_published_rows_total": ("counter", frozenset({"outbox"})),
+    "referee_withheld_rows_total": ("counter", frozenset({"outbox"})),
+    "referee_partitions_lost_total": ("counter", frozenset()),
+    "referee_publishers_failing": ("gauge", frozenset()),
 }
 
 # Labels Prometheus adds to every scraped series (ServiceMonitor targets).

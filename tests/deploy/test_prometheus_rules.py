@@ -33,6 +33,10 @@ ALERTS = {
     "RefereeUnpublishedPartitions",
     "RefereeRelayBacklog",
     "RefereeRelayStale",
+    "RefereePartitionRefused",
+    "RefereeStoreWentBack",
+    "RefereeRowsWithheld",
+    "RefereePublisherFailing",
     "RefereeTimePartitionsNotAhead",
     "RefereeArchiveBehind",
 }
