@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from aiokafka import TopicPartition
 from aiokafka.errors import MessageSizeTooLargeError, ProducerFenced, RecordTooLargeError
 
-from referee.service.tails import Survey, Tail
+from referee.service.tails import Input, Survey, Tail
 from referee.store.outbox_store import OutboxRow
 from referee.store.rows import (
     DeadLetterRow,
@@ -492,8 +492,11 @@ class FakeTails:
         return last
 
     async def survey(
-        self, source: TopicPartition, stored: int, outputs: list[TopicPartition]
+        self, stored: dict[TopicPartition, int], outputs: list[TopicPartition]
     ) -> Survey:
-        start, end = self.broker.input_offsets.get(source.partition, (0, 2**62))
-        record = self.broker.input_records.get((source.partition, stored))
-        return Survey(start, end, record, await self.read(outputs))
+        inputs = {}
+        for tp, at in stored.items():
+            start, end = self.broker.input_offsets.get(tp.partition, (0, 2**62))
+            record = self.broker.input_records.get((tp.partition, at))
+            inputs[tp] = Input(start, end, record)
+        return Survey(inputs, await self.read(outputs))

@@ -168,8 +168,9 @@ class ProcessingStep:
     def discard(self, tp: Partition, through: int) -> None:
         """Skips the partition's records in every batch received up to number ``through``
         (its consumer paused it then: what was fetched before is stale, and its take seeks it
-        again from the stored position)."""
-        self._discarded[tp] = max(through, self._discarded.get(tp, through))
+        again from the stored position). Batches are numbered from 1: up to 0 is none."""
+        if through > 0:
+            self._discarded[tp] = max(through, self._discarded.get(tp, through))
 
     def epoch_of(self, tp: Partition) -> int | None:
         """Returns the term this step writes a partition under (None: none, not fenced)."""

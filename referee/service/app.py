@@ -31,10 +31,10 @@ from referee.service.http import OpsServer
 from referee.service.kafka_options import consumer_options, kafka_security, publisher_producers
 from referee.service.listener import PositionListener
 from referee.service.metrics import Metrics
-from referee.service.partitions import Handover, Owner, Partitions
+from referee.service.partitions import Owner, Partitions
 from referee.service.patches import poll_without_idle_sleep, quicken_next_transaction
 from referee.service.poll import Polls
-from referee.service.publisher import Outbox, Publishing
+from referee.service.publisher import Outbox, Publisher, Publishing
 from referee.service.runtime import Service
 from referee.service.settings import Settings
 from referee.service.tails import TopicTails
@@ -77,18 +77,7 @@ def build(settings: Settings, engine: AsyncEngine) -> Built:
     make_producer = publisher_producers(settings, security)
     polls = Polls()
     progress = Progress(metrics, consumer)
-    handover = Handover(settings.input_topic)
-    step = ProcessingStep(
-        step_store,
-        settings.group_id,
-        max_event_bytes=settings.max_event_bytes,
-        cache_games=settings.cache_games,
-        rules_revision=settings.rules_revision,
-        on_committed=progress.committed,
-        on_appended=handover.appended,
-        observe=metrics.observe_stage,
-        owned_only=True,
-    )
+    owner = Owner.of_this_process()
     publishing = Publishing(
         group_id=settings.group_id,
         topic=settings.input_topic,
@@ -99,6 +88,18 @@ def build(settings: Settings, engine: AsyncEngine) -> Built:
         store=outbox_store,
         tails=tails,
         metrics=metrics,
+    )
+    publisher = Publisher(publishing, owner.instance, step_store)
+    step = ProcessingStep(
+        step_store,
+        settings.group_id,
+        max_event_bytes=settings.max_event_bytes,
+        cache_games=settings.cache_games,
+        rules_revision=settings.rules_revision,
+        on_committed=progress.committed,
+        on_appended=publisher.appended,
+        observe=metrics.observe_stage,
+        owned_only=True,
     )
     preflight = Preflight(
         group_id=settings.group_id,
@@ -114,11 +115,11 @@ def build(settings: Settings, engine: AsyncEngine) -> Built:
     partitions = Partitions(
         group_id=settings.group_id,
         topic=settings.input_topic,
-        owner=Owner.of_this_process(),
+        owner=owner,
         step=step,
         store=step_store,
         publishing=publishing,
-        handover=handover,
+        publisher=publisher,
         preflight=preflight,
         metrics=metrics,
         consumer=consumer,
@@ -157,7 +158,7 @@ def build(settings: Settings, engine: AsyncEngine) -> Built:
 
 def _broker(settings: Settings, security: BaseSecurity | None, metrics: Metrics) -> KafkaBroker:
     """The FastStream broker; its publishers describe the output topics in the AsyncAPI
-    document (the partitions' publishers send through producers of their own)."""
+    document (the instance's publisher sends through a producer of its own)."""
     broker = KafkaBroker(
         settings.kafka_bootstrap_servers,
         logger=logging.getLogger("referee.kafka"),

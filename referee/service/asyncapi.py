@@ -92,9 +92,9 @@ INPUT_HEADERS: dict[str, Any] = {
 }
 
 READ_COMMITTED = (
-    "Published by the owner of each input partition in Kafka transactions (transactional.id "
-    "<REFEREE_RELAY_TRANSACTIONAL_ID>.<partition>, the prefix by default "
-    "referee-relay.<group id>): consumers must read "
+    "Published by the owner of each input partition in Kafka transactions (one producer an "
+    "instance, transactional.id <REFEREE_RELAY_TRANSACTIONAL_ID>.i-<instance>, the prefix by "
+    "default referee-relay.<group id>): consumers must read "
     "with isolation.level=read_committed, else they also see the records of aborted "
     "transactions (drop repeats by verdict_id, or by source for a dead letter)."
 )

@@ -3,27 +3,31 @@
 As Kafka Streams' task manager does for its tasks, ``Partitions`` keeps one ``Owned`` per
 input partition this instance owns and is the only code that changes what the instance
 knows of a partition: the consumer's seeks and pauses, the step's positions, games and term
-of ownership, the partition's publisher, its metrics. The rebalance listener, the batch
-handler and the probes ask it; nothing else touches a partition's state.
+of ownership, what the publisher publishes of it, its metrics. The rebalance listener, the
+batch handler and the probes ask it; nothing else touches a partition's state.
 
-**Taking a partition** (in a task of its own, the consumer paused on it meanwhile):
+**Taking partitions** (those of one assignment together, in a task of their own, the consumer
+paused on them meanwhile):
 
-1. a new term of ownership in the store (``referee_take``: under the partition's lock, so a
-   batch the previous owner has in flight commits first, and none of its later ones can);
-2. the step adopts the partition under that term, from the stored position;
-3. the publisher opens: its producer fences the previous owner on Kafka, then it reads how
-   far the output topics got and what the input still holds, and says whether the partition
-   can be judged (the input needed is there and is the input the store processed);
-4. the consumer seeks to the stored position + 1 and resumes.
+1. a new term of ownership for each in the store (``referee_take``: under the partition's
+   lock, so a batch the previous owner has in flight commits first, and none of its later
+   ones can);
+2. the step adopts them, each under its term, from the stored position;
+3. the previous owners' producers are fenced on Kafka by their transactional ids (named by the
+   previous terms; not when a term was given back cleanly, nothing of it being in flight), so
+   a transaction of theirs is aborted, or its commit completed, before anything is read;
+4. one survey of Kafka: the output partitions' last committed records, and what the input
+   partitions still hold; a partition whose input is gone, or is not the input the store
+   processed, is **refused**;
+5. the instance's publisher publishes each from where its topics got (``input-offset``), and
+   the consumer seeks to the stored position + 1 and resumes.
 
-A partition it cannot judge is **refused**: it stays paused, unpublished, the instance not
-ready and saying why, a metric set, one ERROR line; it is tried again every
-``REFUSED_RETRY_SECONDS`` (an operator may have restored a newer store, or accepted the
-loss). A partition another owner took (its fence or its publisher says so) is **lost**: given
-up at once, never fenced back; the group's next assignment says who owns it. A partition the
-store no longer holds as this instance knew it (the store went back in time, or an earlier
-release's instance wrote it) is **taken again**: a new term, the publisher opened again, the
-input judged again from the store's position.
+A refused partition stays paused, unpublished, the instance not ready and saying why, a
+metric set, one ERROR line; it is tried again every ``REFUSED_RETRY_SECONDS`` (an operator may
+have restored a newer store, or accepted the loss). A partition another owner took (its fence
+or the publisher's says so) is **lost**: given up at once, never fenced back; the group's next
+assignment says who owns it. A partition the store no longer holds as this instance knew it
+(the store went back in time, or an earlier release's instance wrote it) is **taken again**.
 """
 
 from __future__ import annotations
@@ -36,18 +40,20 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from referee.processing.records import OutboxChunk, PositionMoved
+from referee.processing.records import PositionMoved
 from referee.processing.step import ProcessingStep
+from referee.service.legacy import legacy_transactional_ids
 from referee.service.metrics import Metrics
 from referee.service.poll import Polls
-from referee.service.publisher import PartitionPublisher, Publishing
+from referee.service.publisher import START_SECONDS, Publisher, Publishing, read_cursors
 from referee.service.retry import Backoff, retrying
+from referee.service.tails import Input, Survey
 from referee.service.takeover import Judged, Preflight
 from referee.store.errors import is_outage
 from referee.store.rows import Taken, Term
@@ -57,7 +63,7 @@ log = logging.getLogger("referee.partitions")
 REFUSED_RETRY_SECONDS = 30.0
 """How often a refused partition is tried again."""
 FAILING_SECONDS = 30.0
-"""How long a publisher may fail in a row before the instance says it is not ready."""
+"""How long the publisher may fail in a row before the instance says it is not ready."""
 
 ConsumerOf = Callable[[], AIOKafkaConsumer | None]
 """Returns the group's consumer (None before FastStream has made it)."""
@@ -100,45 +106,39 @@ class State(Enum):
 
 @dataclass(slots=True)
 class Owned:
-    """One input partition this instance owns, and everything it holds of it."""
+    """One input partition this instance owns."""
 
     partition: int
     state: State = State.TAKING
     epoch: int | None = None
     """The term it is judged and published under (None: not taken yet)."""
-    publisher: PartitionPublisher | None = None
     refused: str | None = None
     refused_reason: str = ""
     task: asyncio.Task[None] | None = None
-    """The take in progress, or the refused partition's retries."""
+    """The take in progress (shared by the partitions of one assignment), or the refused
+    partition's retries."""
 
 
 @dataclass(frozen=True, slots=True)
 class Owner:
-    """This instance, as the store's terms of ownership name it."""
+    """This instance: a name for people, and the name its transactional id carries."""
 
     name: str
+    instance: str
 
     @classmethod
     def of_this_process(cls) -> Owner:
-        """An owner name unique to this process: host, process id and a random part."""
-        return cls(f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}")
+        """An owner unique to this process: host, process id and a random part."""
+        random = uuid.uuid4().hex[:12]
+        return cls(f"{socket.gethostname()}/{os.getpid()}/{random}", f"i-{random}")
 
 
-@dataclass(slots=True)
-class Handover:
-    """The publishers of the running partitions, by number: where each committed batch's
-    outbox rows go (``ProcessingStep.on_appended``)."""
+class Refusal(NamedTuple):
+    """Why a partition cannot be judged now, and a short code for the metric."""
 
-    topic: str
-    publishers: dict[int, PartitionPublisher] = field(default_factory=dict)
-
-    def appended(self, chunks: list[OutboxChunk]) -> None:
-        """Hands each partition's chunk to its publisher."""
-        topic = self.topic
-        for chunk in chunks:
-            if chunk.topic == topic and (publisher := self.publishers.get(chunk.partition)):
-                publisher.offer(chunk)
+    why: str
+    reason: str
+    """``input_gone`` or ``input_recreated``."""
 
 
 class Partitions:
@@ -153,7 +153,7 @@ class Partitions:
         step: ProcessingStep,
         store: OwnershipStore,
         publishing: Publishing,
-        handover: Handover,
+        publisher: Publisher,
         preflight: Preflight | None,
         metrics: Metrics,
         consumer: ConsumerOf,
@@ -166,7 +166,7 @@ class Partitions:
         self.step = step
         self.store = store
         self.publishing = publishing
-        self.handover = handover
+        self.publisher = publisher
         self.preflight = preflight
         self.metrics = metrics
         self.consumer = consumer
@@ -185,24 +185,25 @@ class Partitions:
 
     # --- the lifecycle ---------------------------------------------------------------------
 
-    async def check_topics(self) -> None:
+    async def start(self) -> None:
         """Checks the topics and takes the publishing over from release 0.1, before the
-        consumer joins its group."""
-        if self.preflight is None:
-            return
-        self.judged = await self.preflight.run()
-        self.draining = self.judged.draining()
-        if self.draining is not None:
-            log.error("input partitions left unread: %s", self.draining)
+        consumer joins its group; starts the publisher."""
+        if self.preflight is not None:
+            self.judged = await self.preflight.run()
+            self.draining = self.judged.draining()
+            if self.draining is not None:
+                log.error("input partitions left unread: %s", self.draining)
+        self.publisher.start()
 
     async def stop(self) -> None:
-        """Publishes what was committed (within the publishers' close time), then gives every
+        """Publishes what was committed (within the publisher's close time), then gives every
         partition back: the next owner knows nothing of this instance is in flight."""
         self._stopping = True
         async with self._lock:
             for owned in self.owned.values():
                 await _cancel(owned.task)
-            await self._give_back(list(self.owned), drain=True)
+            await self.publisher.stop(drain=True)
+            await self._give_back(list(self.owned))
 
     # --- what the rebalance listener says --------------------------------------------------
 
@@ -217,7 +218,7 @@ class Partitions:
 
     async def assigned(self, assigned: set[TopicPartition]) -> None:
         """Owns exactly the partitions assigned: keeps those held as the store holds them,
-        gives back the others, and takes the new ones (each in a task of its own)."""
+        gives back the others, and takes the new ones (together, in a task of their own)."""
         consumer = self._consumer()
         topic = self.topic
         async with self._lock:
@@ -231,8 +232,9 @@ class Partitions:
                 partitions = [p for p in partitions if p < judged.partitions]
             wanted = set(partitions)
             before = set(self.owned)
-            await self._give_back([p for p in self.owned if p not in wanted], drain=False)
+            await self._give_back([p for p in self.owned if p not in wanted])
             kept = await self._still_held([p for p in partitions if p in self.owned])
+            new = []
             for p in partitions:
                 tp = TopicPartition(topic, p)
                 if p in kept:
@@ -240,7 +242,9 @@ class Partitions:
                 elif p in self.owned and self.owned[p].state in (State.TAKING, State.REFUSED):
                     consumer.pause(tp)  # its take or its retries go on
                 else:
-                    self._begin_take(p, consumer)
+                    new.append(p)
+            if new:
+                self._begin_take(new, consumer)
             self.joined = True
             self._gauges()
             if wanted != before:
@@ -263,15 +267,15 @@ class Partitions:
                 "reading the partitions' terms",
                 lambda: self.store.terms(self.group_id, self.topic, running),
             )
+            again = []
             for term in terms:
                 owned = self.owned[term.partition]
                 mine = owned.epoch or 0
+                known = self.step.committed.get((self.topic, term.partition), -1)
                 if term.epoch > mine or (term.epoch == mine and term.released):
                     await self._lose(term.partition)
                 elif (
-                    term.partition == moved.partition
-                    or term.epoch != mine
-                    or term.stored != self.step.committed.get((self.topic, term.partition), -1)
+                    term.partition == moved.partition or term.epoch != mine or term.stored != known
                 ):
                     log.warning(
                         "the store does not hold the partition as this instance knew it (it "
@@ -279,13 +283,16 @@ class Partitions:
                         extra={
                             "partition": term.partition,
                             "stored": term.stored,
-                            "known": self.step.committed.get((self.topic, term.partition), -1),
+                            "known": known,
                             "epoch": term.epoch,
                             "mine": mine,
                         },
                     )
-                    await self._stop_publisher(owned, drain=False)
-                    self._begin_take(term.partition, consumer)
+                    again.append(term.partition)
+            if again:
+                # nothing of theirs in flight once this returns: the take reads the topics after
+                await self.publisher.remove(again)
+                self._begin_take(again, consumer)
             self._gauges()
 
     def reseek(self) -> None:
@@ -314,25 +321,23 @@ class Partitions:
             problems.append("not yet assigned by the consumer group")
         elif not self.owned and self.ready_requires_partition:
             problems.append("no partitions assigned")
+        problems += [
+            f"partition {p} refused: {owned.refused}"
+            for p, owned in sorted(self.owned.items())
+            if owned.state is State.REFUSED
+        ]
+        health = self.publisher.health
+        since = health.failing_since
         now = time.monotonic()
-        for p, owned in sorted(self.owned.items()):
-            if owned.state is State.REFUSED:
-                problems.append(f"partition {p} refused: {owned.refused}")
-            publisher = owned.publisher
-            since = publisher.health.failing_since if publisher is not None else None
-            if since is not None and now - since > FAILING_SECONDS:
-                problems.append(
-                    f"partition {p}'s publisher cannot publish for {now - since:.0f} s: "
-                    f"{publisher.health.last_error if publisher else ''}"
-                )
+        if since is not None and now - since > FAILING_SECONDS:
+            problems.append(
+                f"the publisher cannot publish for {now - since:.0f} s: {health.last_error}"
+            )
         return problems
 
     def alive_at(self) -> float:
-        """When the least recent of the publishers' loops came round (now, with none)."""
-        return min(
-            (o.publisher.alive_at for o in self.owned.values() if o.publisher is not None),
-            default=time.monotonic(),
-        )
+        """When the publisher's loop last came round (now, with no partition)."""
+        return self.publisher.alive_at if self.owned else time.monotonic()
 
     def waiting_records(self) -> int:
         """Returns how many records of the running partitions are not processed yet."""
@@ -346,8 +351,14 @@ class Partitions:
                 waiting += max(high - self.step.committed.get((self.topic, p), -1) - 1, 0)
         return waiting
 
-    def update_gauges(self) -> None:
-        """Sets the lag of each running partition and what the publishers hold unpublished."""
+    async def watch(self) -> None:
+        """Gives up the partitions the publisher found taken by a new owner, and sets the lag
+        of each running partition and what the publisher holds unpublished."""
+        lost = self.publisher.lost & set(self.owned)
+        if lost:
+            async with self._lock:
+                for p in sorted(lost):
+                    await self._lose(p)
         consumer = self.consumer()
         metrics = self.metrics
         topic = self.topic
@@ -357,108 +368,184 @@ class Partitions:
                 if high is not None:
                     done = self.step.committed.get((topic, p), -1) + 1
                     metrics.consumer_lag.labels(topic, str(p)).set(max(high - done, 0))
-        rows: dict[str, int] = {"verdicts": 0, "dead_letters": 0}
-        oldest: dict[str, float] = {"verdicts": 0.0, "dead_letters": 0.0}
-        failing = 0
-        for owned in self.owned.values():
-            publisher = owned.publisher
-            if publisher is None:
-                continue
-            failing += publisher.health.failing_since is not None
-            for outbox, (n, age) in publisher.unpublished().items():
-                rows[outbox] += n
-                oldest[outbox] = max(oldest[outbox], age)
-        for outbox, count in rows.items():
-            metrics.relay_unpublished.labels(outbox).set(count)
-            metrics.relay_oldest_unpublished.labels(outbox).set(oldest[outbox])
-        metrics.publishers_failing.set(failing)
+        for outbox, (n, age) in self.publisher.unpublished().items():
+            metrics.relay_unpublished.labels(outbox).set(n)
+            metrics.relay_oldest_unpublished.labels(outbox).set(age)
+        metrics.publishers_failing.set(int(self.publisher.health.failing_since is not None))
 
     # --- a partition's life ----------------------------------------------------------------
 
-    def _begin_take(self, partition: int, consumer: AIOKafkaConsumer) -> None:
-        """Pauses the partition and takes it in a task of its own."""
-        consumer.pause(TopicPartition(self.topic, partition))
-        # what batches polled up to now hold of it is stale: the take seeks it again
-        self.step.discard((self.topic, partition), self.polls.count)
-        owned = self.owned.setdefault(partition, Owned(partition))
-        owned.state = State.TAKING
-        owned.task = asyncio.create_task(self._take(owned), name=f"take-{partition}")
+    def _begin_take(self, partitions: list[int], consumer: AIOKafkaConsumer) -> None:
+        """Pauses the partitions and takes them in a task of their own."""
+        topic = self.topic
+        owned = []
+        for p in partitions:
+            consumer.pause(TopicPartition(topic, p))
+            # what batches polled up to now hold of it is stale: the take seeks it again
+            self.step.discard((topic, p), self.polls.count)
+            one = self.owned.setdefault(p, Owned(p))
+            one.state = State.TAKING
+            owned.append(one)
+        task = asyncio.create_task(self._take(owned), name=f"take-{partitions}")
+        for one in owned:
+            one.task = task
 
-    async def _take(self, owned: Owned) -> None:
-        """Takes the partition, checks it and starts judging and publishing it; a refused
-        partition is tried again every ``REFUSED_RETRY_SECONDS``, a failure to reach the
-        store or Kafka after a pause."""
+    async def _take(self, owned: list[Owned]) -> None:
+        """Takes the partitions, checks them and starts judging and publishing them; refused
+        ones are tried again every ``REFUSED_RETRY_SECONDS``, a failure to reach the store or
+        Kafka after a pause."""
         waits = Backoff(first=0.5, most=10.0)
-        p = owned.partition
-        while not self._stopping:
+        me = asyncio.current_task()
+        todo = owned
+        while todo and not self._stopping:
+            todo = [o for o in todo if o.task is me and self.owned.get(o.partition) is o]
+            if not todo:
+                return
             try:
-                pause = await self._take_once(owned)
+                todo = await self._take_once(todo)
+                pause = REFUSED_RETRY_SECONDS
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 pause = waits.failed()
                 log.warning(
-                    "taking a partition failed; trying again",
+                    "taking partitions failed; trying again",
                     exc_info=not is_outage(exc),
                     extra={
-                        "partition": p,
+                        "partitions": [o.partition for o in todo],
                         "retry_in_seconds": pause,
                         "error": f"{type(exc).__name__}: {exc}",
                     },
                 )
-            if pause is None:
-                return
-            await asyncio.sleep(pause)
+            if todo:
+                await asyncio.sleep(pause)
 
-    async def _take_once(self, owned: Owned) -> float | None:
-        """One try: returns None once the partition runs, else how long to wait."""
-        p = owned.partition
+    async def _take_once(self, owned: list[Owned]) -> list[Owned]:
+        """One try: returns the partitions refused (the others run)."""
         topic = self.topic
-        [taken] = await self.store.take(
-            self.group_id, topic, [p], self.owner.name, [self.publishing.transactional_id(p)]
+        p = self.publishing
+        publisher = self.publisher
+        await asyncio.wait_for(publisher.ready.wait(), START_SECONDS)
+        partitions = [o.partition for o in owned]
+        taken = await self.store.take(
+            self.group_id,
+            topic,
+            partitions,
+            self.owner.name,
+            [publisher.transactional_id] * len(partitions),
         )
-        owned.epoch = taken.epoch
-        await self.step.adopt(topic, {p: (taken.epoch, taken.stored)})
-        publisher = PartitionPublisher(
-            self.publishing,
-            p,
-            still_owner=lambda: self._still_owner(p, taken.epoch),
-            on_lost=self._publisher_lost,
+        by_partition = {t.partition: t for t in taken}
+        me = asyncio.current_task()
+        async with self._lock:  # not given back or lost meanwhile, or the step forgets it
+            mine = [o for o in owned if o.task is me and self.owned.get(o.partition) is o]
+            for o in mine:
+                o.epoch = by_partition[o.partition].epoch
+            await self.step.adopt(
+                topic, {o.partition: (o.epoch, by_partition[o.partition].stored) for o in mine}
+            )
+        await self._fence_previous(taken)
+        survey = await p.tails.survey(
+            {TopicPartition(topic, t.partition): t.stored for t in taken},
+            [TopicPartition(o.topic, t.partition) for t in taken for o in p.outboxes],
         )
-        try:
-            opened = await publisher.open(taken.stored)
-        except BaseException:
-            await publisher.stop(drain=False)
-            raise
-        if opened.refused is not None:
-            self._refuse(owned, opened.refused, opened.reason)
-            return REFUSED_RETRY_SECONDS
+        refused = {}
+        for t in taken:
+            refusal = await self._refusal(t, survey)
+            if refusal is not None:
+                refused[t.partition] = refusal
+        running = [t for t in taken if t.partition not in refused]
+        cursors, behind = await read_cursors(p, [t.partition for t in running], survey.tails)
         consumer = self._consumer()
         async with self._lock:
-            if owned.state is not State.TAKING or self.owned.get(p) is not owned:
-                await publisher.stop(drain=False)  # given back or lost meanwhile
-                return None
-            owned.publisher = publisher
-            self.handover.publishers[p] = publisher
-            publisher.start()
-            owned.state = State.RUNNING
-            owned.task = None
-            self._clear_refusal(owned)
-            tp = TopicPartition(topic, p)
-            consumer.seek(tp, taken.stored + 1)
-            consumer.resume(tp)
+            for o in owned:
+                if o.task is not me or self.owned.get(o.partition) is not o:
+                    if o.partition not in self.owned:  # given back meanwhile, not taken since
+                        await self.step.forget([(topic, o.partition)])
+                    continue
+                t = by_partition[o.partition]
+                if o.partition in refused:
+                    self._refuse(o, *refused[o.partition])
+                    continue
+                publisher.add(o.partition, t.epoch, cursors[o.partition])
+                o.state = State.RUNNING
+                o.task = None
+                self._clear_refusal(o)
+                tp = TopicPartition(topic, o.partition)
+                consumer.seek(tp, t.stored + 1)
+                consumer.resume(tp)
+                if o.partition in behind:
+                    self.metrics.store_behind.inc()
+                    log.warning(
+                        "the output topics hold records of input the store has not processed "
+                        "(the store lost commits): judging it again, publishing only what the "
+                        "topics lack",
+                        extra={
+                            "partition": o.partition,
+                            "stored": t.stored,
+                            "published_through": {
+                                n: c.cause for n, c in cursors[o.partition].items()
+                            },
+                        },
+                    )
+                log.info(
+                    "partition taken",
+                    extra={
+                        "partition": o.partition,
+                        "epoch": t.epoch,
+                        "stored": t.stored,
+                        "previous_owner": t.previous_owner,
+                        "store_behind": o.partition in behind,
+                    },
+                )
             self._gauges()
-        log.info(
-            "partition taken",
-            extra={
-                "partition": p,
-                "epoch": taken.epoch,
-                "stored": taken.stored,
-                "previous_owner": taken.previous_owner,
-                "store_behind": opened.behind,
-            },
+        return [o for o in owned if o.partition in refused]
+
+    async def _fence_previous(self, taken: list[Taken]) -> None:
+        """Fences the previous owners' producers by their transactional ids: an open
+        transaction of theirs is aborted, or a commit under way completed, before this returns,
+        and their later sends fail. A term given back cleanly has nothing in flight."""
+        mine = self.publisher.transactional_id
+        ids = set(legacy_transactional_ids(self.publishing, [t.partition for t in taken]))
+        for t in taken:
+            previous = t.previous_transactional_id
+            if t.previous_epoch and not t.previous_released and previous and previous != mine:
+                ids.add(previous)
+        await asyncio.gather(*(self._fence(i) for i in sorted(ids)))
+
+    async def _fence(self, transactional_id: str) -> None:
+        producer = self.publishing.make_producer(transactional_id)
+        try:
+            await asyncio.wait_for(producer.start(), START_SECONDS)
+        finally:
+            with contextlib.suppress(Exception):
+                await producer.stop()
+
+    async def _refusal(self, taken: Taken, survey: Survey) -> Refusal | None:
+        """Says why a partition cannot be judged from its stored position, if it cannot."""
+        p = self.publishing
+        tp = TopicPartition(self.topic, taken.partition)
+        journaled = None
+        if survey.inputs[tp].record is not None and taken.stored >= 0:
+            journaled = await p.store.processed_record(
+                self.group_id, self.topic, taken.partition, taken.stored
+            )
+        published = max(
+            (
+                tail.cause
+                for o in p.outboxes
+                if (tail := survey.tails.get(TopicPartition(o.topic, taken.partition)))
+                and tail.cause is not None
+            ),
+            default=-1,
         )
-        return None
+        start = survey.inputs[tp].log_start
+        needed = taken.stored + 1
+        accepted = start > needed and await p.store.accepted_gap(
+            self.group_id, self.topic, taken.partition, needed, start
+        )
+        return refusal(
+            survey.inputs[tp], taken.stored, taken.partition, journaled, published, accepted
+        )
 
     def _refuse(self, owned: Owned, why: str, reason: str) -> None:
         if owned.refused != why:
@@ -480,24 +567,6 @@ class Partitions:
         owned.refused = None
         owned.refused_reason = ""
 
-    async def _still_owner(self, partition: int, epoch: int) -> bool:
-        """Checks the store: is the partition's newest term still ``epoch``, not given back?"""
-        [term] = await retrying(
-            "reading a partition's term",
-            lambda: self.store.terms(self.group_id, self.topic, [partition]),
-        )
-        return term.epoch == epoch and not term.released
-
-    def _publisher_lost(self, partition: int) -> None:
-        """A publisher was fenced by the partition's new owner: the partition is given up."""
-        if not self._stopping:
-            task = asyncio.create_task(self._lose_locked(partition), name=f"lose-{partition}")
-            task.add_done_callback(_logged)
-
-    async def _lose_locked(self, partition: int) -> None:
-        async with self._lock:
-            await self._lose(partition)
-
     async def _lose(self, partition: int) -> None:
         """Gives a partition another owner took up: no batch, no publishing, no fencing back,
         until the group assigns it here again."""
@@ -513,9 +582,8 @@ class Partitions:
             with contextlib.suppress(Exception):  # not assigned any more: nothing to pause
                 consumer.pause(TopicPartition(self.topic, partition))
         self.step.discard((self.topic, partition), self.polls.count)
-        await _cancel(owned.task)
-        owned.task = None
-        await self._stop_publisher(owned, drain=False)
+        owned.task = None  # a take in progress leaves it alone
+        await self.publisher.remove([partition])
         await self.step.forget([(self.topic, partition)])
         self._clear_refusal(owned)
         owned.state = State.LOST
@@ -523,18 +591,17 @@ class Partitions:
         self.metrics.forget_partition(self.topic, partition)
         self._gauges()
 
-    async def _give_back(self, partitions: list[int], *, drain: bool) -> None:
-        """Stops the partitions' publishers and forgets them; the terms held cleanly are
+    async def _give_back(self, partitions: list[int]) -> None:
+        """Stops publishing the partitions and forgets them; the terms held cleanly are
         recorded as given back (nothing of theirs in flight: the next owner need not fence)."""
         if not partitions:
             return
         given: list[tuple[int, int, str]] = []
+        await self.publisher.remove(partitions)  # a take in progress leaves them alone
         for p in partitions:
             owned = self.owned[p]
-            await _cancel(owned.task)
-            await self._stop_publisher(owned, drain=drain)
             if owned.state is State.RUNNING and owned.epoch is not None:
-                given.append((p, owned.epoch, self.publishing.transactional_id(p)))
+                given.append((p, owned.epoch, self.publisher.transactional_id))
         await self.step.forget([(self.topic, p) for p in partitions])
         for p in partitions:
             owned = self.owned.pop(p)
@@ -549,18 +616,10 @@ class Partitions:
             )
         self._gauges()
 
-    async def _stop_publisher(self, owned: Owned, *, drain: bool) -> None:
-        publisher, owned.publisher = owned.publisher, None
-        if publisher is None:
-            return
-        if self.handover.publishers.get(owned.partition) is publisher:
-            del self.handover.publishers[owned.partition]
-        await publisher.stop(drain=drain)
-
     async def _still_held(self, partitions: Iterable[int]) -> set[int]:
         """The running partitions among these that the store holds as this instance knew them
         (its term the newest, the position the one committed): they keep their games and their
-        publisher across the rebalance."""
+        place in the publisher across the rebalance."""
         running = [p for p in partitions if self.owned[p].state is State.RUNNING]
         if not running:
             return set()
@@ -569,20 +628,22 @@ class Partitions:
             lambda: self.store.terms(self.group_id, self.topic, running),
         )
         held = set()
+        moved = []
         for term in terms:
             owned = self.owned[term.partition]
             known = self.step.committed.get((self.topic, term.partition), -1)
             if term.epoch == owned.epoch and not term.released and term.stored == known:
                 held.add(term.partition)
             else:
-                await self._stop_publisher(owned, drain=False)
-                owned.state = State.LOST  # taken again below
+                moved.append(term.partition)
+                owned.state = State.LOST  # taken again
+        await self.publisher.remove(moved)
         return held
 
     def _gauges(self) -> None:
         metrics = self.metrics
         metrics.assigned.set(sum(o.state is not State.LOST for o in self.owned.values()))
-        metrics.relay_partitions.set(len(self.handover.publishers))
+        metrics.relay_partitions.set(len(self.publisher.partitions))
 
     def _consumer(self) -> AIOKafkaConsumer:
         consumer = self.consumer()
@@ -591,13 +652,53 @@ class Partitions:
         return consumer
 
 
+def refusal(
+    found: Input,
+    stored: int,
+    partition: int,
+    journaled: bytes | None,
+    published: int,
+    accepted: bool,
+) -> Refusal | None:
+    """Says why an input partition cannot be judged from ``stored`` + 1 (its last processed
+    offset in the store, -1: none), if it cannot: the input it needs is gone (``published``:
+    the input offset of the last record on its output topics, past ``stored`` when the store
+    lost commits), or it is not the input the store processed (``journaled``: the store's
+    bytes of the record at ``stored``, compared with ``found.record``)."""
+    start, end = found.log_start, found.end
+    if stored >= 0 and stored >= end:
+        return Refusal(
+            f"the input partition ends at offset {end} but the store processed it up to "
+            f"{stored}: the input topic was deleted and made again, or the store belongs to "
+            "another cluster (docs/runbook.md, 'A partition refused')",
+            "input_recreated",
+        )
+    if found.record is not None and journaled is not None and journaled != found.record:
+        return Refusal(
+            f"the input record at offset {stored} is not the one the store processed there: "
+            "the input topic was deleted and made again (docs/runbook.md, 'A partition "
+            "refused')",
+            "input_recreated",
+        )
+    needed = stored + 1
+    if start > needed and (stored >= 0 or published > stored) and not accepted:
+        why = (
+            "the store lost commits the output topics hold (it went back in time) and "
+            if published > stored
+            else ""
+        )
+        return Refusal(
+            f"{why}the input it needs is gone: offsets {needed} to {start - 1} of the input "
+            f"partition were deleted before the referee processed them (the log now starts at "
+            f"{start}). Restore a newer copy of the store, or accept the loss with `referee "
+            f"partitions --accept-gap {partition}` (docs/runbook.md, 'A partition refused')",
+            "input_gone",
+        )
+    return None
+
+
 async def _cancel(task: asyncio.Task[None] | None) -> None:
     if task is None or task.done() or task is asyncio.current_task():
         return
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-
-
-def _logged(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and (exc := task.exception()) is not None:
-        log.error("giving a partition up failed", exc_info=exc)

@@ -1,24 +1,25 @@
-"""The owner publishes: each input partition's outbox, by the instance that owns the partition.
+"""The owner publishes: every owned input partition's outbox, by one producer per instance.
 
-A partition's publisher sends its verdicts and dead letters to the same partition number of
-the verdict and dead-letter topics, in Kafka transactions of a producer whose transactional
-id is the partition's own (``<REFEREE_RELAY_TRANSACTIONAL_ID>.<partition>``). Opening that
-producer fences the partition's previous owner: the broker aborts its open transaction (or
-completes its commit) before the start returns, and its later sends fail. Only then does the
-publisher read the last committed record of each output partition and resume after it.
+The instance publishes the verdicts and dead letters of the input partitions it owns, each to
+the same partition number of the verdict and dead-letter topics, through **one**
+transactional producer (``<REFEREE_RELAY_TRANSACTIONAL_ID>.<instance>``): each pump is one
+Kafka transaction carrying the rows in hand of every partition, so the broker's cost (the
+transactions begun and ended, their requests) does not grow with the partitions an instance
+owns. Fencing stays per partition, by other means (``partitions.py``): a partition's new owner
+takes a term of ownership in the store, then fences the previous owner's producer by its
+transactional id, and only then reads the output partitions' last records.
 
 Every record carries the offset of the input record that gave it (``input-offset``). The
 committed records of an output partition are those of a prefix of the input partition, in
 input order, so the last one says which input records' rows are on the topic: a row is sent
 only if its input record comes after that one. The match is by the input's coordinate, not
-by a position the store hands out, so it holds when the store went back in time (a restore,
-a failover to a replica that lagged) and judged the lost input again: what the topics hold
-already is not sent twice, what they lack is sent once.
+by a position the store hands out, so it holds when the store went back in time and judged
+the lost input again.
 
-What the step commits for the partition is handed over at once (``offer``) and published
-from memory; whatever the publisher did not see committed (before it took the partition, or
-while it could not keep up) it reads from the store. docs/design.md, "The owner publishes",
-gives the argument in full.
+What the step commits for a partition is handed over at once (``offer``) and published from
+memory; whatever the publisher did not see committed (before it took the partition, or while
+it could not keep up) it reads from the store. docs/design.md, "The owner publishes", gives
+the argument in full.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -49,6 +50,7 @@ from referee.service.metrics import Metrics
 from referee.service.retry import Backoff
 from referee.service.tails import CAUSE_HEADER, POSITION_HEADER, Survey, Tail
 from referee.store.outbox_store import OutboxRow
+from referee.store.rows import Term
 
 log = logging.getLogger("referee.publisher")
 
@@ -154,10 +156,9 @@ class Tails(Protocol):
         """Returns the last committed record of each partition that has one."""
 
     async def survey(
-        self, source: TopicPartition, stored: int, outputs: list[TopicPartition]
+        self, stored: dict[TopicPartition, int], outputs: list[TopicPartition]
     ) -> Survey:
-        """Returns the input partition's offsets, its record at ``stored`` and the outputs'
-        last committed records."""
+        """Returns what the input partitions hold and the outputs' last committed records."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,13 +172,14 @@ class Outbox:
 
 @dataclass(frozen=True, slots=True)
 class Publishing:
-    """What every publisher of an instance shares."""
+    """What the instance's publishing needs."""
 
     group_id: str
     topic: str
     """The input topic."""
     transactional_prefix: str
-    """A partition's transactional id is this, a dot and the partition number."""
+    """The instance's transactional id is this, a dot and the instance's name; the partition
+    publishers of release 0.4 used this, a dot and the partition number."""
     verdicts: Outbox
     dead_letters: Outbox
     make_producer: MakeProducer
@@ -185,20 +187,27 @@ class Publishing:
     tails: Tails
     metrics: Metrics
     page: int = 2000
-    """Rows read from the store at a time while catching up."""
+    """Rows read from the store at a time while catching up (per partition and transaction)."""
+    transaction_rows: int = 20_000
+    """The most rows one transaction carries: a partition catching up a backlog shares the
+    transactions with the others' fresh rows instead of holding them up."""
     poll_seconds: float = 1.0
     checkpoint_every: int = 5000
     checkpoint_seconds: float = 5.0
     max_pending_rows: int = 200_000
-    """Rows handed over and not yet published past which they are dropped and read again
-    from the store once the publisher can publish (Kafka away for long)."""
+    """Rows handed over to a partition and not yet published past which they are dropped and
+    read again from the store once the publisher can publish (Kafka away for long)."""
     dead_letter_key_bytes: int = 16 * 1024
     """The longest input key a dead letter carries whole: the record's body is bounded by the
     contract (``EventRejected`` drops ``raw`` past 512 KiB of JSON) and its key by this, so
     every dead letter fits a topic's default 1 MiB."""
 
-    def transactional_id(self, partition: int) -> str:
-        """Returns the transactional id of a partition's publisher."""
+    def transactional_id(self, instance: str) -> str:
+        """Returns the transactional id of an instance's publisher."""
+        return f"{self.transactional_prefix}.{instance}"
+
+    def legacy_transactional_id(self, partition: int) -> str:
+        """Returns the transactional id release 0.4 published a partition with."""
         return f"{self.transactional_prefix}.{partition}"
 
     @property
@@ -207,25 +216,9 @@ class Publishing:
         return (self.verdicts, self.dead_letters)
 
 
-class Opened(NamedTuple):
-    """What a publisher found when it took its partition: the input it needs, and why it
-    cannot go on, if it cannot."""
-
-    refused: str | None
-    """Why the partition cannot be judged and published now (None: it can)."""
-    reason: str
-    """A short code for the metric: ``ok``, ``input_gone``, ``input_recreated``."""
-    behind: bool
-    """The output topics hold records of input the store has not processed: the store lost
-    commits, and the input is judged again (its rows the topics hold are not sent again)."""
-
-
-OK = Opened(None, "ok", behind=False)
-
-
 @dataclass(slots=True)
-class _Cursor:
-    """How far one outbox of the partition is on its topic."""
+class Cursor:
+    """How far one outbox of a partition is on its topic."""
 
     position: int = 0
     """The store's position of the last row on the topic (rows past it are read from it)."""
@@ -236,107 +229,170 @@ class _Cursor:
     """The position last saved as a checkpoint."""
 
 
+class PartitionOutbox:
+    """One owned input partition's outboxes: how far they are on their topics, and the rows
+    handed over and not yet published."""
+
+    def __init__(self, partition: int, cursors: dict[str, Cursor], max_pending_rows: int) -> None:
+        self.partition = partition
+        self.cursors = cursors
+        self.max_pending_rows = max_pending_rows
+        self.through: int | None = None
+        """The input offset up to which every committed outbox row has been published or is
+        in the pending chunks (None: unknown, read the store)."""
+        self.pending: deque[tuple[float, OutboxChunk]] = deque()
+        self.pending_rows = 0
+        self.dropped = False
+        """Chunks were dropped (too many pending) while the store was being read."""
+        self.reading: int | None = None
+        """While it catches up from the store: the stored position read first."""
+        self.saved_at = time.monotonic()
+        self.unsaved_rows = 0
+
+    def offer(self, chunk: OutboxChunk) -> bool:
+        """Keeps what a committed transaction appended; says whether the publisher has work."""
+        rows = len(chunk.verdicts) + len(chunk.dead_letters)
+        if self.pending_rows + rows > self.max_pending_rows:
+            log.warning(
+                "publisher far behind: dropping what it holds, to read it from the store",
+                extra={"partition": self.partition, "rows": self.pending_rows + rows},
+            )
+            self.pending.clear()
+            self.pending_rows = 0
+            self.dropped = True
+            self.through = None
+            return True
+        self.pending.append((time.monotonic(), chunk))
+        self.pending_rows += rows
+        return True
+
+    def drop_covered(self) -> None:
+        """Forgets the chunks the store's read covered."""
+        through = self.through
+        pending = self.pending
+        while through is not None and pending and pending[0][1].through <= through:
+            _, chunk = pending.popleft()
+            self.pending_rows -= len(chunk.verdicts) + len(chunk.dead_letters)
+
+    def unpublished(self) -> dict[str, tuple[int, float]]:
+        """Per outbox, the rows handed over and not yet published and the oldest one's age."""
+        now = time.monotonic()
+        found: dict[str, tuple[int, float]] = {}
+        for name, rows_of in (("verdicts", _verdicts_of), ("dead_letters", _dead_of)):
+            rows = 0
+            oldest = 0.0
+            for at, chunk in self.pending:
+                n = rows_of(chunk)
+                if n:
+                    rows += n
+                    oldest = max(oldest, now - at)
+            found[name] = (rows, oldest)
+        return found
+
+
+class Batch:
+    """The rows of one transaction, by partition and outbox, and what sending them moves."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[int, Outbox], list[OutboxRow]] = {}
+        self.through: dict[int, int | None] = {}
+        """The ``through`` each partition reaches once the batch is published."""
+        self.oldest: float | None = None
+
+    def add(self, partition: int, outbox: Outbox, rows: list[OutboxRow]) -> None:
+        self.rows.setdefault((partition, outbox), []).extend(rows)
+
+    def count(self) -> int:
+        return sum(len(r) for r in self.rows.values())
+
+
 @dataclass(slots=True)
-class _Health:
+class Health:
+    """Whether the publisher's last try failed, since when, and why."""
+
     failing_since: float | None = None
     last_error: str = ""
     failures: int = field(default=0)
 
 
-class PartitionPublisher:
-    """Publishes one input partition's outboxes while this instance owns the partition."""
+class Terms(Protocol):
+    """The partitions' newest terms of ownership in the store (``store/step_store.py``)."""
 
-    def __init__(
-        self,
-        publishing: Publishing,
-        partition: int,
-        *,
-        still_owner: Callable[[], Awaitable[bool]],
-        on_lost: Callable[[int], None],
-    ) -> None:
+    async def terms(self, group_id: str, topic: str, partitions: Sequence[int]) -> list[Term]:
+        """Returns each partition's newest term and stored position."""
+
+
+class Publisher:
+    """Publishes the outboxes of every input partition this instance owns, through one
+    transactional producer, one transaction a pump."""
+
+    def __init__(self, publishing: Publishing, instance: str, terms: Terms) -> None:
         self.publishing = publishing
-        self.partition = partition
-        self.still_owner = still_owner
-        """Awaitable check: is the partition's newest term in the store still this owner's?
-        Asked when the producer is fenced, to tell a new owner from anyone else."""
-        self.on_lost = on_lost
-        """Told when a new owner fenced this publisher: it stops, the partition is lost."""
+        self.transactional_id = publishing.transactional_id(instance)
+        self.terms = terms
+        """Asked after the producer was fenced: which partitions the store still names this
+        instance's (the others a new owner took: never fenced back)."""
+        self.partitions: dict[int, PartitionOutbox] = {}
+        self.epochs: dict[int, int] = {}
+        """The term each partition is published under."""
+        self.lost: set[int] = set()
+        """Partitions found taken by a new owner (for the partitions' owner to give up)."""
+        self.ready = asyncio.Event()
+        """Set once the producer has started: its init fenced any earlier holder of its id."""
         self.alive_at = time.monotonic()
         """When its loop last came round (for /livez)."""
-        self.health = _Health()
+        self.health = Health()
         self._producer: TransactionalProducer | None = None
-        self._cursors: dict[str, _Cursor] = {o.name: _Cursor() for o in publishing.outboxes}
-        self._through: int | None = None
-        """The input offset up to which every committed outbox row has been published or is
-        in the pending chunks (None: unknown, read the store)."""
-        self._pending: deque[tuple[float, OutboxChunk]] = deque()
-        self._pending_rows = 0
-        self._lost = False
-        """Chunks were dropped (too many pending) while a transaction was being sent."""
+        self._fenced = False
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._drain = False
-        self._saved_at = time.monotonic()
-        self._unsaved_rows = 0
+        self._sending: set[int] = set()
+        """The partitions whose rows the transaction in flight carries."""
+        self._idle = asyncio.Condition()
+        self._first = 0
+        """Where the next transaction starts among the partitions (a turn each)."""
         self._task: asyncio.Task[None] | None = None
-        self.lost = False
-        """A new owner took the partition (the publisher stopped for good)."""
 
-    # --- what the partition's owner calls --------------------------------------------------
-
-    async def open(self, stored: int) -> Opened:
-        """Fences the partition's previous publisher, reads how far the output topics got and
-        what the input still holds, and says whether the partition can be judged from offset
-        ``stored`` + 1 (``stored``: its last processed record in the store, -1: none).
-
-        The partition cannot when the input it needs is gone (deleted by retention before it
-        was processed, or needed again because the store lost commits the topics hold), or
-        when the input partition is not the one the store processed (the topic was deleted
-        and made again). Raises on a failure to reach Kafka (the owner tries again)."""
-        p = self.publishing
-        source = TopicPartition(p.topic, self.partition)
-        await self._start_producer()
-        survey = await p.tails.survey(
-            source, stored, [TopicPartition(o.topic, self.partition) for o in p.outboxes]
-        )
-        refused = await self._check_input(survey, stored)
-        if refused is not None:
-            await self._close()
-            return refused
-        behind = await self._resume_from(survey.tails)
-        if behind:
-            p.metrics.store_behind.inc()
-            log.warning(
-                "the output topics hold records of input the store has not processed (the "
-                "store lost commits): judging it again, publishing only what the topics lack",
-                extra={
-                    "partition": self.partition,
-                    "stored": stored,
-                    "published_through": {n: c.cause for n, c in self._cursors.items()},
-                },
-            )
-        return Opened(None, "ok", behind=behind)
+    # --- what the partitions' owner calls --------------------------------------------------
 
     def start(self) -> None:
-        """Starts publishing (in a task of its own), once ``open`` said it can."""
-        self._task = asyncio.create_task(self._run(), name=f"publisher-{self.partition}")
+        """Starts publishing (in a task of its own)."""
+        self._task = asyncio.create_task(self._run(), name="publisher")
+
+    def add(self, partition: int, epoch: int, cursors: dict[str, Cursor]) -> None:
+        """Publishes a partition under its term from these cursors on (its new owner read them
+        from the topics once the previous owner was fenced)."""
+        self.partitions[partition] = PartitionOutbox(
+            partition, cursors, self.publishing.max_pending_rows
+        )
+        self.epochs[partition] = epoch
+        self.lost.discard(partition)
+        self._wake.set()
+
+    async def remove(self, partitions: Iterable[int]) -> None:
+        """Stops publishing these partitions, once no transaction in flight carries them:
+        nothing of theirs is in flight when this returns."""
+        gone = set(partitions)
+        async with self._idle:
+            for p in gone:
+                self.partitions.pop(p, None)
+                self.epochs.pop(p, None)
+            await self._idle.wait_for(lambda: not (self._sending & gone))
+
+    def appended(self, chunks: list[OutboxChunk]) -> None:
+        """Takes what a committed transaction appended to each partition's outbox (the step's
+        ``on_appended``)."""
+        topic = self.publishing.topic
+        for chunk in chunks:
+            if chunk.topic == topic:
+                self.offer(chunk)
 
     def offer(self, chunk: OutboxChunk) -> None:
-        """Hands over what a committed transaction appended to the partition's outbox."""
-        rows = len(chunk.verdicts) + len(chunk.dead_letters)
-        if self._pending_rows + rows > self.publishing.max_pending_rows:
-            log.warning(
-                "publisher far behind: dropping what it holds, to read it from the store",
-                extra={"partition": self.partition, "rows": self._pending_rows + rows},
-            )
-            self._pending.clear()
-            self._pending_rows = 0
-            self._lost = True
-            self._through = None
-            return
-        self._pending.append((time.monotonic(), chunk))
-        self._pending_rows += rows
-        self._wake.set()
+        """Hands over what a committed transaction appended to a partition's outbox."""
+        outbox = self.partitions.get(chunk.partition)
+        if outbox is not None and outbox.offer(chunk):
+            self._wake.set()
 
     async def stop(self, *, drain: bool, seconds: float = CLOSE_SECONDS) -> None:
         """Stops publishing: at once between two transactions, or (``drain``) once everything
@@ -354,112 +410,14 @@ class PartitionPublisher:
         await self._close()
 
     def unpublished(self) -> dict[str, tuple[int, float]]:
-        """Returns, per outbox, the rows handed over and not yet published and the oldest
-        one's age."""
-        now = time.monotonic()
-        found: dict[str, tuple[int, float]] = {}
-        for name, rows_of in (("verdicts", _verdicts_of), ("dead_letters", _dead_of)):
-            rows = 0
-            oldest = 0.0
-            for at, chunk in self._pending:
-                n = rows_of(chunk)
-                if n:
-                    rows += n
-                    oldest = max(oldest, now - at)
-            found[name] = (rows, oldest)
-        return found
-
-    # --- taking the partition --------------------------------------------------------------
-
-    async def _start_producer(self) -> None:
-        """Starts the partition's producer: the init of its transactional id aborts the
-        previous holder's open transaction (or completes its commit) before it returns."""
-        p = self.publishing
-        producer = p.make_producer(p.transactional_id(self.partition))
-        try:
-            await asyncio.wait_for(producer.start(), START_SECONDS)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await producer.stop()
-            raise
-        self._producer = producer
-        self._through = None
-
-    async def _check_input(self, survey: Survey, stored: int) -> Opened | None:
-        """Says why the partition cannot be judged from ``stored`` + 1, if it cannot."""
-        start, end = survey.log_start, survey.end
-        if stored >= 0 and stored >= end:
-            return Opened(
-                f"the input partition ends at offset {end} but the store processed it up to "
-                f"{stored}: the input topic was deleted and made again, or the store belongs "
-                "to another cluster (docs/runbook.md, 'A partition refused')",
-                "input_recreated",
-                behind=False,
-            )
-        p = self.publishing
-        if survey.record is not None and stored >= 0:
-            journaled = await p.store.processed_record(p.group_id, p.topic, self.partition, stored)
-            if journaled is not None and journaled != survey.record:
-                return Opened(
-                    f"the input record at offset {stored} is not the one the store processed "
-                    "there: the input topic was deleted and made again (docs/runbook.md, 'A "
-                    "partition refused')",
-                    "input_recreated",
-                    behind=False,
-                )
-        published = max((t.cause for t in survey.tails.values() if t.cause is not None), default=-1)
-        needed = stored + 1
-        if (
-            start > needed
-            and (stored >= 0 or published > stored)
-            and not await p.store.accepted_gap(p.group_id, p.topic, self.partition, needed, start)
-        ):
-            lost = f"offsets {needed} to {start - 1}"
-            why = (
-                "the store lost commits the output topics hold (it went back in time) and "
-                if published > stored
-                else ""
-            )
-            return Opened(
-                f"{why}the input it needs is gone: {lost} of the input partition were deleted "
-                f"before the referee processed them (the log now starts at {start}). Restore "
-                "a newer copy of the store, or accept the loss with `referee partitions "
-                f"--accept-gap {self.partition}` (docs/runbook.md, 'A partition refused')",
-                "input_gone",
-                behind=False,
-            )
-        return None
-
-    async def _resume_from(self, tails: dict[TopicPartition, Tail]) -> bool:
-        """Sets each outbox's cursor from its topic's last committed record; returns whether
-        the topics hold records of input past the store's position (the store is behind)."""
-        p = self.publishing
-        stored = await p.store.stored_position(p.group_id, p.topic, self.partition)
-        behind = False
-        for o in p.outboxes:
-            cursor = self._cursors[o.name]
-            tail = tails.get(TopicPartition(o.topic, self.partition))
-            known = await p.store.checkpoint(o.name, p.topic, self.partition)
-            if tail is None:
-                cursor.position, cursor.cause = known, -1
-            elif tail.cause is None:  # published by a release that did not say its input
-                cursor.position, cursor.cause = max(known, tail.position), -1
-            else:
-                cursor.cause = tail.cause
-                cursor.position = await p.store.published_position(
-                    o.name, p.topic, self.partition, tail.cause, tail.position
-                )
-                behind = behind or tail.cause > stored
-            cursor.saved = cursor.position
-        log.info(
-            "publisher resumes",
-            extra={
-                "partition": self.partition,
-                "published": {n: c.position for n, c in self._cursors.items()},
-                "published_through": {n: c.cause for n, c in self._cursors.items()},
-            },
-        )
-        return behind
+        """Per outbox, the rows handed over and not yet published and the oldest one's age."""
+        rows: dict[str, int] = {"verdicts": 0, "dead_letters": 0}
+        oldest: dict[str, float] = {"verdicts": 0.0, "dead_letters": 0.0}
+        for outbox in self.partitions.values():
+            for name, (n, age) in outbox.unpublished().items():
+                rows[name] += n
+                oldest[name] = max(oldest[name], age)
+        return {name: (rows[name], oldest[name]) for name in rows}
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -469,177 +427,219 @@ class PartitionPublisher:
             self.alive_at = time.monotonic()
             try:
                 if self._producer is None:
-                    await self._reopen()
-                if self._through is None:
-                    await self._catch_up()
-                await self._publish_next()
+                    await self._open()
+                await self._pump()
                 waits.succeeded()
-                self._healthy()
+                self.health.failing_since = None
             except ProducerFenced:
                 await self._close()
-                if not await self.still_owner():
-                    self._fenced_for_good()
-                    return
+                self._fenced = True
                 delay = waits.failed()
-                self._failed("fenced by a producer that is not the partition's owner", delay)
-                await _sleep_unless(self._stopping, delay)
+                self._failed("fenced: a new owner took one of its partitions", delay)
+                await _sleep_unless(self._stopping, min(delay, 0.5))
             except Exception as exc:  # noqa: BLE001 - retried, logged with its traceback
+                await self._close()
+                self._fenced = True  # the outcome of the transaction in hand is not known
                 delay = waits.failed()
                 self._failed(f"{type(exc).__name__}: {exc}", delay, exc_info=True)
-                await self._close()
                 await _sleep_unless(self._stopping, delay)
         with contextlib.suppress(Exception):
-            await self._save_checkpoint()
-
-    async def _reopen(self) -> None:
-        """Starts the producer again after a failure and reads where the topics got."""
-        p = self.publishing
-        await self._start_producer()
-        tails = await p.tails.read([TopicPartition(o.topic, self.partition) for o in p.outboxes])
-        await self._resume_from(tails)
-
-    def _fenced_for_good(self) -> None:
-        """A new owner fenced this publisher: it stops, and never fences the new owner back."""
-        self.lost = True
-        self.publishing.metrics.partitions_lost.inc()
-        log.warning(
-            "publisher fenced by the partition's new owner: it stops",
-            extra={"partition": self.partition},
-        )
-        self._pending.clear()
-        self._pending_rows = 0
-        self.on_lost(self.partition)
-
-    def _failed(self, error: str, delay: float, *, exc_info: bool = False) -> None:
-        health = self.health
-        health.failures += 1
-        health.last_error = error
-        if health.failing_since is None:
-            health.failing_since = time.monotonic()
-        log.warning(
-            "publisher failed; retrying",
-            exc_info=exc_info,
-            extra={"partition": self.partition, "retry_in_seconds": delay, "error": error},
-        )
-
-    def _healthy(self) -> None:
-        self.health.failing_since = None
+            await self._save_checkpoints(force=True)
 
     def _finished(self) -> bool:
         if not self._stopping.is_set():
             return False
-        return not (self._drain and self._pending and self._producer is not None)
+        if not (self._drain and self._producer is not None):
+            return True
+        return not any(o.pending for o in self.partitions.values())
 
-    async def _catch_up(self) -> None:
-        """Publishes what the store holds past the cursors, then goes on from the position
-        it read first (everything committed up to it is now published)."""
+    async def _open(self) -> None:
+        """Starts the producer (its init aborts the open transaction of an earlier holder of
+        the id, or completes its commit); after a fence or a failure, asks the store which
+        partitions are still this instance's (the others are lost, never fenced back) and
+        reads again how far the rest are on their topics."""
+        producer = self.publishing.make_producer(self.transactional_id)
+        try:
+            await asyncio.wait_for(producer.start(), START_SECONDS)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await producer.stop()
+            raise
+        self._producer = producer
+        self.ready.set()
+        if not self._fenced:
+            return
         p = self.publishing
-        reading = time.perf_counter()
-        stored = await p.store.stored_position(p.group_id, p.topic, self.partition)
-        self._lost = False
-        for outbox in p.outboxes:
-            while True:
-                rows = await p.store.rows_after(
-                    outbox.name,
-                    p.topic,
-                    self.partition,
-                    self._cursors[outbox.name].position,
-                    p.page,
-                )
-                full = len(rows) == p.page
-                if full:
-                    rows = _whole_records(rows)
-                if rows:
-                    await self._transaction({outbox: rows})
-                if not full:
-                    break
-        p.metrics.observe_stage("relay_read", time.perf_counter() - reading)
-        self._through = None if self._lost else stored
-        self._drop_covered()
+        held = sorted(self.partitions)
+        kept = {
+            t.partition
+            for t in await self.terms.terms(p.group_id, p.topic, held)
+            if t.epoch == self.epochs.get(t.partition) and not t.released
+        }
+        lost = [q for q in held if q not in kept]
+        if lost:
+            for q in lost:
+                self.partitions.pop(q, None)
+                self.epochs.pop(q, None)
+            self.lost.update(lost)
+            p.metrics.partitions_lost.inc(len(lost))
+            log.warning(
+                "publisher fenced by a partition's new owner: those partitions are no longer "
+                "published here (never fenced back)",
+                extra={"partitions": lost},
+            )
+        again = sorted(kept & set(self.partitions))
+        tails = await p.tails.read([TopicPartition(o.topic, q) for q in again for o in p.outboxes])
+        cursors, _ = await read_cursors(p, again, tails)
+        for q, found in cursors.items():
+            outbox = self.partitions.get(q)
+            if outbox is not None:
+                outbox.cursors = found
+                outbox.through = None
+        self._fenced = False
 
-    def _drop_covered(self) -> None:
-        through = self._through
-        pending = self._pending
-        while through is not None and pending and pending[0][1].through <= through:
-            _, chunk = pending.popleft()
-            self._pending_rows -= len(chunk.verdicts) + len(chunk.dead_letters)
-
-    async def _publish_next(self) -> None:
-        """Publishes the pending chunks that follow on from what is published, in one
-        transaction; waits for some when there are none."""
-        self._drop_covered()
-        if not self._pending:
+    async def _pump(self) -> None:
+        """One transaction of the rows in hand of every partition (pending chunks that follow
+        on, pages of the store for those catching up); waits for some when there are none."""
+        batch = await self._collect()
+        if not batch.rows and not batch.through:
             self._wake.clear()
-            if not self._stopping.is_set():
+            if not self._stopping.is_set() and not self._needs_store():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.publishing.poll_seconds)
-            await self._maybe_checkpoint(quiet=not self._pending)
+            await self._save_checkpoints(force=not self._wake.is_set())
             return
-        through = self._through
-        assert through is not None
-        p = self.publishing
-        verdicts: list[OutboxRow] = []
-        dead: list[OutboxRow] = []
-        taken_at = self._pending[0][0]
-        while self._pending and self._pending[0][1].after == through:
-            _, chunk = self._pending.popleft()
-            self._pending_rows -= len(chunk.verdicts) + len(chunk.dead_letters)
-            through = chunk.through
-            causes = chunk.causes
-            verdicts += [
-                OutboxRow(v.position, v.game_id.encode(), v.body.encode(), causes.get(v.journal_id))
-                for v in chunk.verdicts
-            ]
-            dead += [
-                OutboxRow(d.position, d.key, d.body.encode(), causes.get(d.journal_id))
-                for d in chunk.dead_letters
-            ]
-        if through == self._through:  # the first chunk does not follow on: read the store
-            self._through = None
-            return
-        p.metrics.observe_stage("relay_wake", time.monotonic() - taken_at)
-        if verdicts or dead:
-            await self._transaction({p.verdicts: verdicts, p.dead_letters: dead})
-        self._through = None if self._lost else through
-        await self._maybe_checkpoint(quiet=False)
+        if batch.oldest is not None:
+            self.publishing.metrics.observe_stage("relay_wake", time.monotonic() - batch.oldest)
+        if batch.rows:
+            await self._transaction(batch)
+        for p, through in batch.through.items():
+            outbox = self.partitions.get(p)
+            if outbox is not None:
+                outbox.through = None if outbox.dropped else through
+                if through is not None:
+                    outbox.reading = None
+        await self._save_checkpoints(force=False)
 
-    async def _transaction(self, rows: dict[Outbox, list[OutboxRow]]) -> None:
-        """Publishes rows in one Kafka transaction, each to the partition's number.
+    def _needs_store(self) -> bool:
+        return any(o.through is None for o in self.partitions.values())
+
+    async def _collect(self) -> Batch:
+        """The rows of the next transaction: each partition's pending chunks that follow on
+        from what is published, or a page of the store for a partition that must read it."""
+        p = self.publishing
+        batch = Batch()
+        room = p.transaction_rows
+        turn = list(self.partitions.values())
+        if turn:  # each partition first in turn: a backlog never keeps the others waiting
+            self._first = (self._first + 1) % len(turn)
+            turn = turn[self._first :] + turn[: self._first]
+        for outbox in turn:
+            if room <= 0:
+                break
+            outbox.drop_covered()
+            if outbox.through is None:
+                room -= await self._read_page(outbox, batch, min(p.page, room))
+                continue
+            through = outbox.through
+            while outbox.pending and outbox.pending[0][1].after == through and room > 0:
+                at, chunk = outbox.pending.popleft()
+                outbox.pending_rows -= len(chunk.verdicts) + len(chunk.dead_letters)
+                through = chunk.through
+                causes = chunk.causes
+                verdicts = [
+                    OutboxRow(
+                        v.position, v.game_id.encode(), v.body.encode(), causes.get(v.journal_id)
+                    )
+                    for v in chunk.verdicts
+                ]
+                dead = [
+                    OutboxRow(d.position, d.key, d.body.encode(), causes.get(d.journal_id))
+                    for d in chunk.dead_letters
+                ]
+                batch.add(outbox.partition, p.verdicts, verdicts)
+                batch.add(outbox.partition, p.dead_letters, dead)
+                room -= len(verdicts) + len(dead)
+                batch.oldest = at if batch.oldest is None else min(batch.oldest, at)
+            if through != outbox.through:
+                batch.through[outbox.partition] = through
+            elif outbox.pending:  # the first chunk does not follow on: read the store
+                outbox.through = None
+        return batch
+
+    async def _read_page(self, outbox: PartitionOutbox, batch: Batch, limit: int) -> int:
+        """Adds a page of the store's rows past the cursors of a partition that must read
+        them; once a read comes back short for both outboxes, the partition goes on from the
+        stored position read first. Returns how many rows it added."""
+        p = self.publishing
+        if outbox.reading is None:
+            outbox.reading = await p.store.stored_position(p.group_id, p.topic, outbox.partition)
+            outbox.dropped = False
+        reading = time.perf_counter()
+        added = 0
+        done = True
+        for o in p.outboxes:
+            after = max(
+                outbox.cursors[o.name].position,
+                max((r.position for r in batch.rows.get((outbox.partition, o), ())), default=0),
+            )
+            rows = await p.store.rows_after(o.name, p.topic, outbox.partition, after, limit)
+            if len(rows) == limit:
+                rows = _whole_records(rows)
+                done = False
+            batch.add(outbox.partition, o, rows)
+            added += len(rows)
+        p.metrics.observe_stage("relay_read", time.perf_counter() - reading)
+        if done:
+            batch.through[outbox.partition] = outbox.reading
+        return added
+
+    async def _transaction(self, batch: Batch) -> None:
+        """Publishes a batch in one Kafka transaction, each row to its partition's number.
 
         A row whose input record's rows are on the topic already is not sent again (the store
         went back in time and judged that input again); a row the broker refuses for good is
         withheld (recorded in the store, counted, not published) and the others go."""
-        todo = {o: self._unpublished(o, r) for o, r in rows.items()}
-        while any(todo.values()):
-            sent = await self._send(todo)
-            for outbox, row, error in sent.refused:
-                await self._withhold(outbox, row, error)
-            if sent.committed:
-                break
-            # the broker refused some rows inside the transaction, which aborted: the rest again
-            gone = {id(row) for _, row, _ in sent.refused}
-            todo = {o: [r for r in rs if id(r) not in gone] for o, rs in todo.items()}
-        for outbox, outbox_rows in rows.items():
-            if outbox_rows:  # every row is on the topic, was there already, or is withheld
-                cursor = self._cursors[outbox.name]
-                cursor.position = max(cursor.position, outbox_rows[-1].position)
+        todo = {key: self._unpublished(key[0], key[1], rows) for key, rows in batch.rows.items()}
+        self._sending = {p for p, _ in batch.rows}
+        try:
+            while any(todo.values()):
+                sent = await self._send(todo)
+                for key, row, error in sent.refused:
+                    await self._withhold(key[0], key[1], row, error)
+                if sent.committed:
+                    break
+                # the broker refused rows inside the transaction, which aborted: the rest again
+                gone = {id(row) for _, row, _ in sent.refused}
+                todo = {k: [r for r in rs if id(r) not in gone] for k, rs in todo.items()}
+        finally:
+            async with self._idle:
+                self._sending = set()
+                self._idle.notify_all()
+        for (partition, o), rows in batch.rows.items():
+            outbox = self.partitions.get(partition)
+            if rows and outbox is not None:  # every row is on the topic, was, or is withheld
+                cursor = outbox.cursors[o.name]
+                cursor.position = max(cursor.position, rows[-1].position)
 
-    def _unpublished(self, outbox: Outbox, rows: list[OutboxRow]) -> list[OutboxRow]:
+    def _unpublished(self, partition: int, o: Outbox, rows: list[OutboxRow]) -> list[OutboxRow]:
         """The rows not on the topic yet: past the cursor's position, of input records after
         the last whose rows it holds."""
-        cursor = self._cursors[outbox.name]
+        outbox = self.partitions.get(partition)
+        if outbox is None:
+            return []
+        cursor = outbox.cursors[o.name]
         kept = [
             r
             for r in rows
             if r.position > cursor.position and (r.cause is None or r.cause > cursor.cause)
         ]
-        if len(kept) < len(rows):
-            self.publishing.metrics.already_published.labels(outbox.name).inc(
-                sum(1 for r in rows if r.position > cursor.position) - len(kept)
-            )
+        skipped = sum(1 for r in rows if r.position > cursor.position) - len(kept)
+        if skipped:
+            self.publishing.metrics.already_published.labels(o.name).inc(skipped)
         return kept
 
-    async def _send(self, rows: dict[Outbox, list[OutboxRow]]) -> _Sent:
+    async def _send(self, rows: dict[tuple[int, Outbox], list[OutboxRow]]) -> _Sent:
         """Sends the rows in one transaction and commits it, but for rows refused for good:
         the producer's refusals are left out, the broker's abort the transaction."""
         producer = self._producer
@@ -662,48 +662,51 @@ class PartitionPublisher:
         metrics.observe_stage("relay_commit", time.perf_counter() - sent)
         metrics.relay_transactions.labels("committed").inc()
         left_out = {id(row) for _, row, _ in refused}
-        for outbox, outbox_rows in rows.items():
+        for (partition, o), outbox_rows in rows.items():
             published = [r for r in outbox_rows if id(r) not in left_out]
-            if published:
-                cursor = self._cursors[outbox.name]
+            outbox = self.partitions.get(partition)
+            if published and outbox is not None:
+                cursor = outbox.cursors[o.name]
                 cursor.position = published[-1].position
                 cursor.cause = max(
                     [cursor.cause, *(r.cause for r in published if r.cause is not None)]
                 )
-                self._unsaved_rows += len(published)
-                metrics.published.labels(outbox.topic).inc(len(published))
+                outbox.unsaved_rows += len(published)
+            if published:
+                metrics.published.labels(o.topic).inc(len(published))
         return _Sent(committed=True, refused=refused)
 
     async def _send_rows(
-        self, producer: TransactionalProducer, rows: dict[Outbox, list[OutboxRow]]
-    ) -> tuple[list[tuple[Outbox, OutboxRow, BaseException]], bool]:
+        self, producer: TransactionalProducer, rows: dict[tuple[int, Outbox], list[OutboxRow]]
+    ) -> tuple[list[tuple[tuple[int, Outbox], OutboxRow, BaseException]], bool]:
         """Sends every row and waits for every ack; returns the rows refused for good and
         whether the broker refused any (the producer's own refusals queue nothing). Raises the
         first other failure."""
-        refused: list[tuple[Outbox, OutboxRow, BaseException]] = []
-        futures: list[tuple[Outbox, OutboxRow, asyncio.Future[Any]]] = []
-        for outbox, outbox_rows in rows.items():
+        refused: list[tuple[tuple[int, Outbox], OutboxRow, BaseException]] = []
+        futures: list[tuple[tuple[int, Outbox], OutboxRow, asyncio.Future[Any]]] = []
+        for key, outbox_rows in rows.items():
+            partition, o = key
             for row in outbox_rows:
                 try:
                     future = await producer.send(
-                        outbox.topic,
+                        o.topic,
                         row.body,
-                        key=self._key(outbox, row),
-                        partition=self.partition,
-                        headers=self._headers(outbox, row),
+                        key=self._key(o, row),
+                        partition=partition,
+                        headers=self._headers(o, row),
                     )
                 except REFUSED_FOR_GOOD as exc:  # the producer's own size check: not queued
-                    refused.append((outbox, row, exc))
+                    refused.append((key, row, exc))
                     continue
                 future.add_done_callback(_retrieved)
-                futures.append((outbox, row, future))
+                futures.append((key, row, future))
         # Every record must be on the broker before the commit: a commit after a failed send
         # would make the rest visible with a gap in the outbox.
         results = await asyncio.gather(*(f for _, _, f in futures), return_exceptions=True)
         by_broker = False
-        for (outbox, row, _), result in zip(futures, results, strict=True):
+        for (key, row, _), result in zip(futures, results, strict=True):
             if isinstance(result, REFUSED_FOR_GOOD):
-                refused.append((outbox, row, result))
+                refused.append((key, row, result))
                 by_broker = True
         _raise_other(results)
         return refused, by_broker
@@ -715,37 +718,39 @@ class PartitionPublisher:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(producer.abort_transaction(), CLOSE_SECONDS)
 
-    def _key(self, outbox: Outbox, row: OutboxRow) -> bytes | None:
+    def _key(self, o: Outbox, row: OutboxRow) -> bytes | None:
         limit = self.publishing.dead_letter_key_bytes
-        if outbox is self.publishing.dead_letters and row.key is not None and len(row.key) > limit:
+        if o is self.publishing.dead_letters and row.key is not None and len(row.key) > limit:
             return row.key[:limit]
         return row.key
 
-    def _headers(self, outbox: Outbox, row: OutboxRow) -> list[tuple[str, bytes]]:
+    def _headers(self, o: Outbox, row: OutboxRow) -> list[tuple[str, bytes]]:
         headers = [(POSITION_HEADER, str(row.position).encode())]
         if row.cause is not None:
             headers.append((CAUSE_HEADER, str(row.cause).encode()))
         if (
-            outbox is self.publishing.dead_letters
+            o is self.publishing.dead_letters
             and row.key is not None
             and len(row.key) > self.publishing.dead_letter_key_bytes
         ):
             headers.append((KEY_CUT_HEADER, str(len(row.key)).encode()))
         return headers
 
-    async def _withhold(self, outbox: Outbox, row: OutboxRow, error: BaseException) -> None:
+    async def _withhold(
+        self, partition: int, o: Outbox, row: OutboxRow, error: BaseException
+    ) -> None:
         """Keeps a row the broker refused for good out of the topic: recorded in the store,
         counted and logged (an alert fires on the count); the partition's output goes on."""
         p = self.publishing
         reason = f"{type(error).__name__}: {error}"[:1000]
-        await p.store.withhold(outbox.name, p.topic, self.partition, row, reason)
-        p.metrics.withheld.labels(outbox.name).inc()
+        await p.store.withhold(o.name, p.topic, partition, row, reason)
+        p.metrics.withheld.labels(o.name).inc()
         log.error(
             "outbox row refused by the broker for good: withheld (kept in the store, not "
             "published)",
             extra={
-                "partition": self.partition,
-                "outbox": outbox.name,
+                "partition": partition,
+                "outbox": o.name,
                 "position": row.position,
                 "input_offset": row.cause,
                 "bytes": len(row.body) + len(row.key or b""),
@@ -753,36 +758,48 @@ class PartitionPublisher:
             },
         )
 
-    async def _maybe_checkpoint(self, *, quiet: bool) -> None:
+    async def _save_checkpoints(self, *, force: bool) -> None:
         """Saves the cursors that moved: after a quiet poll, every ``checkpoint_every`` rows,
-        or ``checkpoint_seconds`` after the last save."""
-        if not self._unsaved_rows:
-            return
+        or ``checkpoint_seconds`` after the last save, partition by partition."""
         p = self.publishing
-        due = (
-            quiet
-            or self._unsaved_rows >= p.checkpoint_every
-            or time.monotonic() - self._saved_at >= p.checkpoint_seconds
-        )
-        if due:
-            await self._save_checkpoint()
+        now = time.monotonic()
+        for outbox in list(self.partitions.values()):
+            if not outbox.unsaved_rows:
+                continue
+            due = (
+                force
+                or outbox.unsaved_rows >= p.checkpoint_every
+                or now - outbox.saved_at >= p.checkpoint_seconds
+            )
+            if not due:
+                continue
+            moved = {n: c.position for n, c in outbox.cursors.items() if c.position > c.saved}
+            if moved:
+                await p.store.save_checkpoints(p.topic, outbox.partition, moved)
+                for name, position in moved.items():
+                    outbox.cursors[name].saved = position
+            outbox.saved_at = now
+            outbox.unsaved_rows = 0
 
-    async def _save_checkpoint(self) -> None:
-        moved = {n: c.position for n, c in self._cursors.items() if c.position > c.saved}
-        if not moved:
-            return
-        p = self.publishing
-        await p.store.save_checkpoints(p.topic, self.partition, moved)
-        for name, position in moved.items():
-            self._cursors[name].saved = position
-        self._saved_at = time.monotonic()
-        self._unsaved_rows = 0
+    def _failed(self, error: str, delay: float, *, exc_info: bool = False) -> None:
+        health = self.health
+        health.failures += 1
+        health.last_error = error
+        if health.failing_since is None:
+            health.failing_since = time.monotonic()
+        log.warning(
+            "publisher failed; retrying",
+            exc_info=exc_info,
+            extra={"retry_in_seconds": delay, "error": error},
+        )
 
     async def _close(self) -> None:
         """Closes the producer (a transaction left open is aborted by the broker when the
         next holder starts; closing it here does not wait for that)."""
         producer, self._producer = self._producer, None
-        self._through = None
+        for outbox in self.partitions.values():
+            outbox.through = None
+            outbox.reading = None
         if producer is None:
             return
         try:
@@ -791,16 +808,48 @@ class PartitionPublisher:
             log.warning("publisher producer did not stop cleanly", exc_info=True)
 
 
+async def read_cursors(
+    publishing: Publishing, partitions: list[int], tails: dict[TopicPartition, Tail]
+) -> tuple[dict[int, dict[str, Cursor]], set[int]]:
+    """Sets each outbox's cursor of these partitions from its topic's last committed record;
+    returns the cursors and the partitions whose topics hold records of input past the store's
+    position (the store is behind: it lost commits the topics hold)."""
+    p = publishing
+    found: dict[int, dict[str, Cursor]] = {}
+    behind: set[int] = set()
+    for partition in partitions:
+        stored = await p.store.stored_position(p.group_id, p.topic, partition)
+        cursors: dict[str, Cursor] = {}
+        for o in p.outboxes:
+            cursor = cursors[o.name] = Cursor()
+            tail = tails.get(TopicPartition(o.topic, partition))
+            known = await p.store.checkpoint(o.name, p.topic, partition)
+            if tail is None:
+                cursor.position, cursor.cause = known, -1
+            elif tail.cause is None:  # published by a release that did not say its input
+                cursor.position, cursor.cause = max(known, tail.position), -1
+            else:
+                cursor.cause = tail.cause
+                cursor.position = await p.store.published_position(
+                    o.name, p.topic, partition, tail.cause, tail.position
+                )
+                if tail.cause > stored:
+                    behind.add(partition)
+            cursor.saved = cursor.position
+        found[partition] = cursors
+    return found, behind
+
+
+class _Sent(NamedTuple):
+    committed: bool
+    refused: list[tuple[tuple[int, Outbox], OutboxRow, BaseException]]
+
+
 def _raise_other(results: list[Any]) -> None:
     """Raises the first failure among send results that is not a refusal for good."""
     for result in results:
         if isinstance(result, BaseException) and not isinstance(result, REFUSED_FOR_GOOD):
             raise result
-
-
-class _Sent(NamedTuple):
-    committed: bool
-    refused: list[tuple[Outbox, OutboxRow, BaseException]]
 
 
 def _whole_records(rows: list[OutboxRow]) -> list[OutboxRow]:

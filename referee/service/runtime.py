@@ -57,9 +57,9 @@ class Service:
     # --- the lifecycle (FastStream's hooks) --------------------------------------------------
 
     async def start(self) -> None:
-        """Checks the topics and takes the publishing over from an earlier release, before
-        the consumer joins its group."""
-        await self.partitions.check_topics()
+        """Checks the topics, takes the publishing over from an earlier release and starts
+        the publisher, before the consumer joins its group."""
+        await self.partitions.start()
 
     async def started(self) -> None:
         """Starts the lag watcher and the time partitions' watcher, once the consumer runs."""
@@ -139,11 +139,14 @@ class Service:
         return (not problems, "; ".join(problems) or "alive")
 
     async def _watch_lag(self) -> None:
-        """Updates the consumer lag per owned partition and the unpublished rows, until
-        stopped."""
+        """Gives up partitions found lost, updates the consumer lag per owned partition and the
+        unpublished rows, until stopped."""
         while not self.stopping.is_set():
             await asyncio.sleep(LAG_EVERY_SECONDS)
-            self.partitions.update_gauges()
+            try:
+                await self.partitions.watch()
+            except Exception:
+                log.warning("watching the partitions failed", exc_info=True)
 
     async def check_partitions(self) -> bool:
         """Reads the store's time partitions into their gauges; a failure is logged and

@@ -106,9 +106,12 @@ class Settings(BaseSettings):
     relay_transactional_id: str = Field(
         default="",
         description="The prefix of the publishers' Kafka transactional ids, the same on every "
-        "instance of a deployment: the owner of input partition N publishes as <prefix>.N, "
-        "and fences the partition's previous owner with it (the global relay of releases up "
-        "to 0.1 used the prefix itself). Empty means referee-relay.<group_id>.",
+        "instance of a deployment: an instance publishes every partition it owns as "
+        "<prefix>.i-<instance> (a name of its own, new at every start), and a partition's new "
+        "owner fences the previous owner's id, which the store's terms of ownership name "
+        "(release 0.4 published partition N as <prefix>.N, and the global relay of releases "
+        "up to 0.1 as the prefix itself: both fenced too). Empty means "
+        "referee-relay.<group_id>.",
     )
 
     @model_validator(mode="after")

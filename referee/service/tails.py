@@ -33,15 +33,21 @@ TAIL_WINDOW = 50
 TAIL_STALL_SECONDS = 10.0
 
 
-class Survey(NamedTuple):
-    """What a partition's new owner reads of Kafka once it has fenced the previous one."""
+class Input(NamedTuple):
+    """What an input partition holds, as its new owner finds it."""
 
     log_start: int
-    """The input partition's first offset still held (records before it were deleted)."""
+    """The first offset still held (records before it were deleted)."""
     end: int
-    """The input partition's end offset (the next record's)."""
+    """The end offset (the next record's)."""
     record: bytes | None
-    """The input record at the store's position (the last processed), when still held."""
+    """The record at the store's position (the last processed), when still held."""
+
+
+class Survey(NamedTuple):
+    """What partitions' new owner reads of Kafka once it has fenced their previous owners."""
+
+    inputs: dict[TopicPartition, Input]
     tails: dict[TopicPartition, Tail]
     """The last committed record of each output partition that has one."""
 
@@ -53,20 +59,23 @@ class TopicTails:
         self.options = client_options
 
     async def survey(
-        self, source: TopicPartition, stored: int, outputs: list[TopicPartition]
+        self, stored: dict[TopicPartition, int], outputs: list[TopicPartition]
     ) -> Survey:
-        """Returns the input partition's offsets and its record at ``stored`` (when it still
-        holds it), and the last committed record of each output partition, with one consumer."""
+        """Returns what each input partition holds (its offsets, and its record at the store's
+        position ``stored[tp]`` when it still holds it) and the last committed record of each
+        output partition, with one consumer."""
         consumer = self._consumer()
         await consumer.start()
         try:
-            starts = await consumer.beginning_offsets([source])
-            ends = await consumer.end_offsets([source])
-            start, end = starts[source], ends[source]
-            record = None
-            if start <= stored < end:
-                record = await _record_at(consumer, source, stored)
-            return Survey(start, end, record, await _tails(consumer, outputs))
+            sources = list(stored)
+            starts = await consumer.beginning_offsets(sources) if sources else {}
+            ends = await consumer.end_offsets(sources) if sources else {}
+            inputs = {}
+            for tp in sources:
+                start, end, at = starts[tp], ends[tp], stored[tp]
+                record = await _record_at(consumer, tp, at) if start <= at < end else None
+                inputs[tp] = Input(start, end, record)
+            return Survey(inputs, await _tails(consumer, outputs))
         finally:
             await consumer.stop()
 

@@ -1,5 +1,5 @@
-"""What an instance checks before it consumes: the topics' partitions, and the takeover from
-the global relay of releases up to 0.1.
+"""What an instance checks before it consumes: the topics' partitions, and (``legacy.py``) the
+takeover from the global relay of releases up to 0.1.
 
 **Partitions.** A game's events are keyed by its id, so they stay in one input partition
 only while the partition count stays the same, and each input partition publishes to the
@@ -10,13 +10,9 @@ ready, while the others drain, until ``referee partitions --accept`` records the
 An output topic with fewer partitions than are judged is refused. docs/runbook.md, "Adding
 input partitions", is the procedure.
 
-**Takeover.** Releases up to 0.1 published every partition's outbox through one relay leader
-with the transactional id ``<prefix>``. Before the first instance of this release consumes,
-it retires that relay for good (a checkpoint at the largest position: a term it starts
-publishes nothing), fences its producer (a transaction it has open is aborted), and records
-how far it got on the output topics: every outbox row up to that position is published, for
-every partition. Instances starting together do it once, under a lock; it is recorded, so it
-happens once per database.
+**Takeover.** Before the first instance of this release consumes, it retires the global
+relay of releases up to 0.1, once per database (``legacy.py`` says how, and which release
+removes it).
 """
 
 from __future__ import annotations
@@ -25,8 +21,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import TopicPartition
-
+from referee.service.legacy import take_over_from_release_01
 from referee.service.publisher import MakeProducer, Tails
 from referee.service.tails import partition_counts
 from referee.store.outbox_store import PostgresOutboxStore
@@ -86,27 +81,16 @@ class Preflight:
         return Judged(self.input_topic, judged, count)
 
     async def take_over(self) -> None:
-        """Retires the global relay of releases up to 0.1, once per database.
-
-        The relay published by key, to any partition of the output topics, so every partition
-        of each is read (an output topic may have more than the input)."""
-        async with self.store.takeover() as takeover:
-            if await takeover.done(self.input_topic):
-                return
-            reached = await takeover.retire_relay()
-            producer = self.make_producer(self.transactional_prefix)
-            await producer.start()  # fences the global relay: its open transaction aborts
-            await producer.stop()
-            published = dict(reached)
-            outputs = {"verdicts": self.verdict_topic, "dead_letters": self.dlq_topic}
-            counts = await partition_counts(self.kafka_options, list(outputs.values()))
-            for outbox, topic in outputs.items():
-                tails = await self.tails.read(
-                    [TopicPartition(topic, p) for p in range(counts[topic])]
-                )
-                published[outbox] = max([published[outbox], *(t.position for t in tails.values())])
-            await takeover.record(self.input_topic, published)
-            log.info("took the publishing over from the global relay", extra=published)
+        """Retires the global relay of releases up to 0.1, once per database (``legacy.py``)."""
+        await take_over_from_release_01(
+            self.store,
+            self.make_producer,
+            self.tails,
+            self.kafka_options,
+            input_topic=self.input_topic,
+            outputs={"verdicts": self.verdict_topic, "dead_letters": self.dlq_topic},
+            transactional_prefix=self.transactional_prefix,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,6 @@ import asyncio
 import json
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from referee.contracts.rejection import KafkaSource
 from referee.processing.records import InputRecord
 from referee.processing.step import ProcessingStep
 from referee.service.metrics import Metrics
-from referee.service.publisher import Outbox, PartitionPublisher, Publishing
+from referee.service.publisher import Cursor, Outbox, Publisher, Publishing, read_cursors
 from referee.service.tails import POSITION_HEADER, Tail, TopicTails
 from referee.store.database import create_engine
 from referee.store.outbox_store import PostgresOutboxStore
@@ -161,6 +160,25 @@ async def stored(url: str, table: str, partition: int) -> list[str]:
     return [r["body"] for r in rows]
 
 
+async def take(
+    store: PostgresStepStore, stack: Stack, publisher: Publisher, name: str
+) -> tuple[int, dict[str, Cursor]]:
+    """Takes partition 0 for a publisher as the partitions' owner does: its term in the
+    store, the previous owner's producer fenced by its id, then the tails read."""
+    [taken] = await store.take(
+        stack.group, stack.topics.input, [0], name, [publisher.transactional_id]
+    )
+    previous = taken.previous_transactional_id
+    if previous is not None and not taken.previous_released:
+        fence = transactional(stack.bootstrap, previous)
+        await fence.start()
+        await fence.stop()
+    p = publisher.publishing
+    tails = await p.tails.read([TopicPartition(o.topic, 0) for o in p.outboxes])
+    cursors, _ = await read_cursors(p, [0], tails)
+    return taken.epoch, cursors[0]
+
+
 @pytest.mark.parametrize("hold", ["send", "commit"])
 async def test_the_previous_owner_is_fenced_and_nothing_is_published_twice(
     stack: Stack,
@@ -175,40 +193,30 @@ async def test_the_previous_owner_is_fenced_and_nothing_is_published_twice(
     want_dead = await stored(stack.database_url, "dead_letters", 0)
     assert len(want) > 100
     engine = create_engine(stack.database_url)
-    transactional_id = f"referee-relay.{stack.group}.0"
-    held = HeldProducer(transactional(stack.bootstrap, transactional_id), hold)
-    makes = iter([held])
-    owners = ["first"]
-    lost: list[int] = []
+    store = PostgresStepStore(engine)
+    first_id = f"referee-relay.{stack.group}.i-first"
+    held = HeldProducer(transactional(stack.bootstrap, first_id), hold)
+    firsts = iter([held])
 
-    def still(name: str) -> Callable[[], Awaitable[bool]]:
-        async def still_owner() -> bool:  # what the store's newest term says
-            return owners[-1] == name
+    def first_producer(tid: str) -> Any:
+        return next(firsts, None) or transactional(stack.bootstrap, tid)
 
-        return still_owner
-
-    first = PartitionPublisher(
-        publishing(stack, engine, lambda _: next(makes)),
-        0,
-        still_owner=still("first"),
-        on_lost=lost.append,
-    )
-    second = PartitionPublisher(
+    first = Publisher(publishing(stack, engine, first_producer), "i-first", store)
+    second = Publisher(
         publishing(stack, engine, lambda tid: transactional(stack.bootstrap, tid)),
-        0,
-        still_owner=still("second"),
-        on_lost=lost.append,
+        "i-second",
+        store,
     )
     try:
         # when its first owner is held in the middle of its first transaction
-        assert (await first.open(-1)).refused is None
+        first.add(0, *await take(store, stack, first, "first"))
         first.start()
         await asyncio.wait_for(held.reached.wait(), 60)
-        # and the partition's next owner takes it (its term first), fencing it, and publishes
-        # it in full
-        owners.append("second")
-        assert (await second.open(-1)).refused is None
+        # and the partition's next owner takes it (its term first, then the first owner's
+        # producer fenced by its id), and publishes it in full
         second.start()
+        await asyncio.wait_for(second.ready.wait(), 60)
+        second.add(0, *await take(store, stack, second, "second"))
         verdicts = await drain(
             stack.bootstrap, stack.topics.verdicts, expect=len(want), quiet_seconds=2
         )
@@ -216,16 +224,19 @@ async def test_the_previous_owner_is_fenced_and_nothing_is_published_twice(
         await second.stop(drain=True)
         # and only then the first one carries on with its transaction
         held.release.set()
-        await asyncio.sleep(1.0)
+        for _ in range(100):
+            if 0 in first.lost:
+                break
+            await asyncio.sleep(0.1)
         await first.stop(drain=False)
     finally:
         await engine.dispose()
 
-    # then the first owner was fenced: its transaction never became visible, and it stopped
-    # without fencing the new owner back
+    # then the first owner was fenced: its transaction never became visible, and it gave the
+    # partition up without fencing the new owner back
     fenced = [r for r in caplog.records if r.getMessage().startswith("publisher fenced")]
     assert len(fenced) == 1, [r.getMessage() for r in caplog.records]
-    assert lost == [0]
+    assert first.lost == {0}
     verdicts = await drain(stack.bootstrap, stack.topics.verdicts, quiet_seconds=2)
     assert {p for p, *_ in verdicts} == {0}, "only partition 0's owner published"
     assert [v.decode() for *_, v, _ in verdicts] == want, "each once, in outbox order"

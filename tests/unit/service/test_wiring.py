@@ -91,8 +91,13 @@ async def test_each_assigned_partition_is_taken_and_sought_to_after_its_stored_p
     assert a.partitions.joined
     assert a.metrics.assigned._value.get() == 2
     assert [(o[2], o[3], o[4]) for o in store.owners] == [(0, 1, 1), (1, 1, 1)], "a term each"
+    assert {o[6] for o in store.owners} == {a.transactional_id}, "the instance's producer"
     assert a.step.epochs == {(TOPIC, 0): 1, (TOPIC, 1): 1}
-    assert sorted(broker.started) == ["referee-relay.g.0", "referee-relay.g.1"], "fenced"
+    assert sorted(broker.started) == [
+        "referee-relay.g.0",  # release 0.4's producers of the partitions: fenced
+        "referee-relay.g.1",
+        a.transactional_id,
+    ]
     await a.partitions.stop()
     assert [(o[2], o[4]) for o in store.owners[2:]] == [(0, 2), (1, 2)], "given back cleanly"
 
@@ -114,14 +119,15 @@ async def test_a_rebalance_keeps_the_partitions_that_stay_and_gives_back_the_oth
     a = instance(store, broker)
     await a.partitions.assigned(tps(0, 1))
     await takes_done(a.partitions)
-    kept = a.partitions.owned[1].publisher
+    kept = a.publisher.partitions[1]
     a.metrics.consumer_lag.labels(TOPIC, "0").set(7)
     a.metrics.consumer_lag.labels(TOPIC, "1").set(3)
     await a.partitions.revoked(tps(0, 1))
     await a.partitions.assigned(tps(1))
     assert list(a.partitions.owned) == [1]
-    assert a.partitions.owned[1].publisher is kept, "a partition kept keeps its publisher"
+    assert a.publisher.partitions[1] is kept, "a partition kept keeps its place and cursors"
     assert broker.started.count("referee-relay.g.1") == 1, "no second fence"
+    assert sorted(a.publisher.partitions) == [1]
     assert [(o[2], o[3], o[4]) for o in store.owners] == [(0, 1, 1), (1, 1, 1), (0, 1, 2)]
     families = {
         tuple(sample.labels.values())
@@ -147,7 +153,7 @@ async def test_a_partition_another_owner_held_meanwhile_is_taken_again() -> None
     await a.partitions.assigned(tps(0))
     await takes_done(a.partitions)
     assert a.step.epochs == {(TOPIC, 0): 3}, "a third term"
-    assert broker.started.count("referee-relay.g.0") == 3
+    assert broker.started.count("referee-relay.g.0") == 3, "0.4's id fenced at each take"
     await a.partitions.stop()
 
 
@@ -194,7 +200,8 @@ async def test_a_partition_another_owner_took_is_given_up_never_fenced_back() ->
     assert a.consumer.paused == {0}
     assert a.partitions.running() == []
     assert (TOPIC, 0) not in a.step.epochs
-    assert broker.started == ["referee-relay.g.0"]
+    assert a.publisher.partitions == {}
+    assert broker.started == [a.transactional_id, "referee-relay.g.0"], "nothing fenced back"
     await a.partitions.stop()
 
 
@@ -212,6 +219,7 @@ async def test_a_partition_the_store_no_longer_holds_as_known_is_taken_again() -
     assert a.step.epochs[TOPIC, 0] == 2
     assert a.step.epochs[TOPIC, 1] == 1, "partition 1 was held as known: kept"
     assert broker.started.count("referee-relay.g.0") == 2
+    assert broker.started.count(a.transactional_id) == 1, "its own producer kept"
     assert a.consumer.seeks[-1] == (0, 0)
     await a.partitions.stop()
 
