@@ -202,8 +202,8 @@ class Partitions:
         async with self._lock:
             for owned in self.owned.values():
                 await _cancel(owned.task)
-            await self.publisher.stop(drain=True)
-            await self._give_back(list(self.owned))
+            clean = await self.publisher.stop(drain=True)
+            await self._give_back(list(self.owned), clean=clean)
 
     # --- what the rebalance listener says --------------------------------------------------
 
@@ -591,16 +591,17 @@ class Partitions:
         self.metrics.forget_partition(self.topic, partition)
         self._gauges()
 
-    async def _give_back(self, partitions: list[int]) -> None:
+    async def _give_back(self, partitions: list[int], *, clean: bool = True) -> None:
         """Stops publishing the partitions and forgets them; the terms held cleanly are
-        recorded as given back (nothing of theirs in flight: the next owner need not fence)."""
+        recorded as given back (nothing of theirs in flight: the next owner need not fence),
+        unless the publisher may have left a transaction open (``clean`` false)."""
         if not partitions:
             return
         given: list[tuple[int, int, str]] = []
         await self.publisher.remove(partitions)  # a take in progress leaves them alone
         for p in partitions:
             owned = self.owned[p]
-            if owned.state is State.RUNNING and owned.epoch is not None:
+            if clean and owned.state is State.RUNNING and owned.epoch is not None:
                 given.append((p, owned.epoch, self.publisher.transactional_id))
         await self.step.forget([(self.topic, p) for p in partitions])
         for p in partitions:

@@ -349,6 +349,8 @@ class Publisher:
         self._drain = False
         self._sending: set[int] = set()
         """The partitions whose rows the transaction in flight carries."""
+        self._open_transaction = False
+        """A transaction was begun and is neither committed nor aborted (as far as known)."""
         self._idle = asyncio.Condition()
         self._first = 0
         """Where the next transaction starts among the partitions (a turn each)."""
@@ -394,10 +396,11 @@ class Publisher:
         if outbox is not None and outbox.offer(chunk):
             self._wake.set()
 
-    async def stop(self, *, drain: bool, seconds: float = CLOSE_SECONDS) -> None:
+    async def stop(self, *, drain: bool, seconds: float = CLOSE_SECONDS) -> bool:
         """Stops publishing: at once between two transactions, or (``drain``) once everything
         handed over is published; within ``seconds`` either way (then the transaction in hand
-        is aborted with the producer)."""
+        is aborted with the producer). Returns whether no transaction of it can still be open
+        on the broker (its partitions can then be given back without a fence)."""
         self._drain = drain
         self._stopping.set()
         self._wake.set()
@@ -407,7 +410,7 @@ class Publisher:
             if not done:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
-        await self._close()
+        return await self._close()
 
     def unpublished(self) -> dict[str, tuple[int, float]]:
         """Per outbox, the rows handed over and not yet published and the oldest one's age."""
@@ -647,11 +650,13 @@ class Publisher:
         metrics = self.publishing.metrics
         sending = time.perf_counter()
         await producer.begin_transaction()
+        self._open_transaction = True
         try:
             refused, by_broker = await self._send_rows(producer, rows)
             sent = time.perf_counter()
             if not by_broker:
                 await producer.commit_transaction()
+                self._open_transaction = False
         except Exception as failed:
             await self._abort(producer, fenced=isinstance(failed, ProducerFenced))
             raise
@@ -713,10 +718,13 @@ class Publisher:
 
     async def _abort(self, producer: TransactionalProducer, *, fenced: bool) -> None:
         self.publishing.metrics.relay_transactions.labels("aborted").inc()
-        if not fenced:  # else its new holder aborted it
-            # so that read_committed readers are not held back until the next start
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(producer.abort_transaction(), CLOSE_SECONDS)
+        if fenced:  # its new holder aborted it
+            self._open_transaction = False
+            return
+        # so that read_committed readers are not held back until the transaction times out
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(producer.abort_transaction(), CLOSE_SECONDS)
+            self._open_transaction = False
 
     def _key(self, o: Outbox, row: OutboxRow) -> bytes | None:
         limit = self.publishing.dead_letter_key_bytes
@@ -793,19 +801,26 @@ class Publisher:
             extra={"retry_in_seconds": delay, "error": error},
         )
 
-    async def _close(self) -> None:
-        """Closes the producer (a transaction left open is aborted by the broker when the
-        next holder starts; closing it here does not wait for that)."""
+    async def _close(self) -> bool:
+        """Closes the producer, aborting a transaction it left open (a stop that cancelled
+        it); returns whether none can still be open on the broker (one that cannot be
+        aborted is aborted by the broker when the transaction times out, or by the fence of
+        the partitions' next owner)."""
         producer, self._producer = self._producer, None
         for outbox in self.partitions.values():
             outbox.through = None
             outbox.reading = None
         if producer is None:
-            return
+            return not self._open_transaction
+        if self._open_transaction:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(producer.abort_transaction(), CLOSE_SECONDS)
+                self._open_transaction = False
         try:
             await asyncio.wait_for(producer.stop(), CLOSE_SECONDS)
         except Exception:
             log.warning("publisher producer did not stop cleanly", exc_info=True)
+        return not self._open_transaction
 
 
 async def read_cursors(
