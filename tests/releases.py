@@ -100,6 +100,11 @@ EARLIER: tuple[Release, ...] = (
         "release 0.3.0 (tag v0.3.0): the time partitions",
         last=False,
     ),
+    Release(
+        "0011",
+        "d2966b64530e798e5118a487f8b5a45d3cf2c8b9",
+        "release 0.4.1 and after: each journal row names its writer; partitions made in place",
+    ),
 )
 
 BY_SCHEMA = {release.schema: release for release in EARLIER}
