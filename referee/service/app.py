@@ -36,6 +36,7 @@ from referee.service.settings import Settings
 from referee.service.tails import TopicTails
 from referee.service.takeover import Preflight
 from referee.store.outbox_store import PostgresOutboxStore
+from referee.store.partitions import PartitionMaker
 from referee.store.step_store import PostgresStepStore
 
 
@@ -50,8 +51,11 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
     broker = _broker(settings, security, metrics)
     publishing, preflight = _publishing(settings, security, engine, metrics)
     publishers = Publishers(publishing)
+    maker = PartitionMaker(
+        engine, settings.partition_policy, observe=metrics.count_partition_making
+    )
     step = ProcessingStep(
-        PostgresStepStore(engine, partitions=settings.partition_policy),
+        PostgresStepStore(engine, partitions=maker),
         settings.group_id,
         max_event_bytes=settings.max_event_bytes,
         cache_games=settings.cache_games,
@@ -59,7 +63,7 @@ def build(settings: Settings, engine: AsyncEngine) -> tuple[FastStream, Service]
         on_appended=publishers.appended,
         observe=metrics.observe_stage,
     )
-    service = Service(settings, engine, broker, step, publishers, metrics)
+    service = Service(settings, engine, broker, step, publishers, metrics, partition_maker=maker)
     service.preflight = preflight
     service.ops = OpsServer(
         settings.http_host,

@@ -20,7 +20,7 @@ from referee.service.publisher import Publishers
 from referee.service.settings import Settings
 from referee.service.takeover import Judged, Preflight
 from referee.store.database import ping
-from referee.store.partitions import TimePartition, list_partitions
+from referee.store.partitions import PartitionMaker, TimePartition, list_partitions
 from referee.store.seasons_store import database_now
 
 log = logging.getLogger("referee.serve")
@@ -69,6 +69,8 @@ class Service:
     started_at: float = field(default_factory=time.monotonic)
     """When the service was made (monotonic seconds): the consumer joins its group after."""
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    partition_maker: PartitionMaker | None = None
+    """Makes the time partitions ahead, off the write path (None: not in unit tests)."""
 
     # --- the lifecycle (FastStream's hooks) --------------------------------------------------
 
@@ -88,6 +90,8 @@ class Service:
         self.consumer = self.subscriber_consumer()
         self.tasks.append(asyncio.create_task(self._watch_lag()))
         self.tasks.append(asyncio.create_task(self._watch_partitions()))
+        if self.partition_maker is not None:
+            self.tasks.append(asyncio.create_task(self.partition_maker.run()))
 
     async def stop(self) -> None:
         """Writes the batch judged last, then publishes what was committed and stops."""
