@@ -150,6 +150,11 @@ class PartitionMaker:
         """Asks for a round now (a row found no partition)."""
         self._woken.set()
 
+    @property
+    def woken(self) -> bool:
+        """Whether a round was asked for since the last began."""
+        return self._woken.is_set()
+
     async def make(self) -> datetime:
         """One round: makes the partitions missing up to now + the horizon; returns how far
         they reach. Raises what the last try raised (``LocksBusy``: a lock never free)."""

@@ -16,8 +16,20 @@ from typing import Any
 import asyncpg
 import pytest
 
-from referee.store.database import migrate, newest_revision
-from referee.store.partitions import PARTITIONED, PartitionPolicy, create_partitions
+from referee.store.database import create_engine, migrate, newest_revision
+from referee.store.ddl import LockPatience, LocksBusy
+from referee.store.errors import is_missing_partition
+from referee.store.partitions import (
+    FAILED,
+    LOCK_TIMEOUT,
+    MADE,
+    PARTITIONED,
+    PartitionMaker,
+    PartitionPolicy,
+    create_partitions,
+)
+from referee.store.rows import Fenced, JournalRow, PositionRow, StepRows
+from referee.store.step_store import PostgresStepStore
 from tests.integration.conftest import _plain
 
 pytestmark = pytest.mark.postgres
@@ -193,3 +205,75 @@ async def test_a_reader_stops_partition_of_and_the_inserts_behind_it(
     finally:
         for conn in (reader, maker, writer, watcher):
             await conn.close()
+
+
+async def test_the_write_path_makes_no_partition_it_fails_as_an_outage_and_wakes_the_maker(
+    empty_database: str,
+) -> None:
+    """No partition past the legacy one: the batch fails as an outage and makes nothing (the
+    write path runs no DDL); the maker is asked to try at once, and the retry goes through."""
+    await asyncio.to_thread(migrate, empty_database, newest_revision())
+    engine = create_engine(empty_database)
+    maker = PartitionMaker(engine, PartitionPolicy(timedelta(minutes=1), 3))
+    store = PostgresStepStore(engine, partitions=maker)
+    conn = await asyncpg.connect(_plain(empty_database))
+    try:
+        before = await conn.fetchval("SELECT count(*) FROM pg_inherits")
+        with pytest.raises(Exception) as failed:
+            await store.write("g", [Fenced("events", 0, -1)], one_record())
+        assert is_missing_partition(failed.value)
+        assert store.is_outage(failed.value)
+        assert await conn.fetchval("SELECT count(*) FROM pg_inherits") == before
+        assert maker.woken
+        await maker.make()
+        written = await store.write("g", [Fenced("events", 0, -1)], one_record())
+        assert written.moved is None
+    finally:
+        await conn.close()
+        await engine.dispose()
+
+
+def one_record() -> StepRows:
+    rows = StepRows()
+    rows.journal.append(
+        JournalRow(
+            1, "events", 0, 0, "g", 1, None, "Passed", "fouled", None, True, b"f" * 16, b"{}",
+            65536, "0.4.0",
+        )
+    )  # fmt: skip
+    rows.positions.append(PositionRow("g", "events", 0, 0, 1))
+    return rows
+
+
+async def test_the_maker_retries_a_lock_not_free_counts_each_try_and_makes_them_after(
+    empty_database: str,
+) -> None:
+    """Another session holds a lock ATTACH needs (SHARE UPDATE EXCLUSIVE, as a long ANALYZE
+    of the table would): each try waits its bounded time, is counted, and the round fails
+    without raising out of the maker; once the lock goes, the next round makes them."""
+    await asyncio.to_thread(migrate, empty_database, newest_revision())
+    engine = create_engine(empty_database)
+    outcomes: list[str] = []
+    maker = PartitionMaker(
+        engine,
+        PartitionPolicy(timedelta(minutes=1), 2),
+        patience=LockPatience(timedelta(milliseconds=50), tries=3, pause=0.05),
+        observe=outcomes.append,
+    )
+    holder = await asyncpg.connect(_plain(empty_database))
+    try:
+        holding = holder.transaction()
+        await holding.start()
+        await holder.execute("LOCK TABLE verdicts IN SHARE UPDATE EXCLUSIVE MODE")
+        with pytest.raises(LocksBusy):
+            await maker.make()
+        assert outcomes == [LOCK_TIMEOUT, LOCK_TIMEOUT, LOCK_TIMEOUT, FAILED]
+        assert maker.covered_until is None
+        await holding.rollback()
+        covered = await maker.make()
+        assert outcomes[-1] == MADE
+        now = await holder.fetchval("SELECT now()")
+        assert covered >= now + timedelta(minutes=2)
+    finally:
+        await holder.close()
+        await engine.dispose()
