@@ -41,6 +41,7 @@ METRICS: dict[str, tuple[str, frozenset[str]]] = {
     "referee_oldest_partition_age_seconds": ("gauge", frozenset({"table"})),
     "referee_live_partitions": ("gauge", frozenset({"table"})),
     "referee_partition_check_errors_total": ("counter", frozenset()),
+    "referee_partition_making_total": ("counter", frozenset({"outcome"})),
 }
 
 # Labels Prometheus adds to every scraped series (ServiceMonitor targets).

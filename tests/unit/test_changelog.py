@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHANGELOG = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
 PARTS = ("Contract", "Rules revisions", "Migrations")
+UNRELEASED = "Unreleased"
 
 
 def releases() -> dict[str, dict[str, str]]:
@@ -31,8 +32,13 @@ def releases() -> dict[str, dict[str, str]]:
 
 
 def test_the_newest_section_is_the_packages_version() -> None:
+    """The first section may be ``Unreleased`` (what main holds past the version: it takes
+    the version's number when one is cut); the next is the package's version."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     versions = list(releases())
+    if versions[0] == UNRELEASED:
+        versions = versions[1:]
+    assert UNRELEASED not in versions, "Unreleased comes first, once"
     assert versions[0] == project["version"]
     assert all(SEMVER.fullmatch(v) for v in versions), versions
     keys = [tuple(int(x) for x in v.split(".")) for v in versions]
