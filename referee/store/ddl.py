@@ -27,10 +27,15 @@ log = logging.getLogger("referee.store.ddl")
 
 T = TypeVar("T")
 
+
+class LocksNotTaken(Exception):  # noqa: N818 - what happened
+    """A ``LOCK TABLE`` of several tables did not get them all within its bounded wait."""
+
+
 BUSY = (
     asyncpg.LockNotAvailableError,  # 55P03: lock_timeout ran out
-    asyncpg.QueryCanceledError,  # 57014: statement_timeout of a statement waiting for locks
     asyncpg.DeadlockDetectedError,  # 40P01: chosen as the victim (it holds what it took so far)
+    LocksNotTaken,
 )
 """What a DDL transaction fails with when it did not get its locks in time: tried again."""
 
@@ -110,5 +115,8 @@ async def bounded_lock(driver: Any, statement: str, patience: LockPatience = DDL
     ``patience.wait`` (``statement_timeout``, for this statement only: ``lock_timeout`` bounds
     each wait alone, and the first lock taken is held through the waits for the others)."""
     await driver.execute(f"SET LOCAL statement_timeout = {patience.milliseconds}")
-    await driver.execute(statement)
+    try:
+        await driver.execute(statement)
+    except asyncpg.QueryCanceledError as late:  # 57014: the statement_timeout just set
+        raise LocksNotTaken(f"not every lock within {patience.milliseconds} ms") from late
     await driver.execute("SET LOCAL statement_timeout = DEFAULT")
