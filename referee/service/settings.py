@@ -253,8 +253,9 @@ class Settings(BaseSettings):
         default=3,
         ge=1,
         le=1000,
-        description="How many time partitions are made ahead of the clock (by the store "
-        "before it writes, by `referee migrate` and `referee maintain`).",
+        description="How many time partitions are made ahead of the clock (by the service "
+        "in the background, starting that many intervals ahead; by `referee migrate` and "
+        "`referee maintain`).",
     )
     archive_url: str = Field(
         default="",
