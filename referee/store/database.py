@@ -57,7 +57,8 @@ class SessionLimits:
     transaction, in seconds (PostgreSQL's ``statement_timeout``, ``lock_timeout`` and
     ``idle_in_transaction_session_timeout``; 0: no limit). ``referee serve`` sets them on
     every connection it opens; the commands that read for minutes set none (docs/deploy.md,
-    "The service's sessions"). What each raises is an outage (``store/errors.py``)."""
+    "The database sessions: time limits"). What each raises is an outage
+    (``store/errors.py``)."""
 
     statement: float = 60.0
     lock: float = 30.0

@@ -176,7 +176,7 @@ class PartitionMaker:
 
     async def run(self) -> None:
         """Keeps the partitions ahead until cancelled; a failed round is logged and tried
-        again after a pause (5 s, doubled up to a minute), never raised."""
+        again after a pause (FAILED_PAUSE, doubled up to LONGEST_SLEEP), never raised."""
         failures = 0
         while True:
             self._woken.clear()
