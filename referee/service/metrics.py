@@ -193,9 +193,10 @@ class Metrics:
         )
         self.partition_making = Counter(
             "referee_partition_making",
-            "Tries of the time partitions' maker, by outcome: made (the partitions ahead made, "
-            "or none missing), lock_timeout (a lock not free within its bounded wait: tried "
-            "again), failed (any other failure: tried again).",
+            "Tries of the time partitions' maker, by outcome: made (a round made the "
+            "partitions ahead, or found none missing), lock_timeout (a try whose lock was not "
+            "free within its bounded wait: tried again), failed (a round that failed, its "
+            "locks never free or the database away: tried again later).",
             ["outcome"],
             registry=r,
         )

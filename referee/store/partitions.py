@@ -113,8 +113,9 @@ FAILED_PAUSE = 5.0
 """Seconds before the maker tries again after a failed round; doubled, up to LONGEST_SLEEP."""
 
 MADE, LOCK_TIMEOUT, FAILED = "made", "lock_timeout", "failed"
-"""What a try of the maker came to (the label of its metric): made (the missing partitions
-made, or none missing), a lock not free in time (tried again), or any other failure."""
+"""What the maker reports (the label of its metric): a round that made the missing
+partitions (or found none missing), a try whose lock was not free in time (tried again), a
+round that failed (its locks never free, or any other failure)."""
 
 
 class PartitionMaker:
