@@ -100,13 +100,10 @@ EARLIER: tuple[Release, ...] = (
         "release 0.3.0 (tag v0.3.0): the time partitions",
         last=False,
     ),
-    # the release at 0011 as it landed (0.4.1), rather than the last commit there, which only
-    # added dependencies
     Release(
         "0011",
-        "8805eb618848265066d3555dc6c990d0e3b8452f",
-        "release 0.4.1: row writers, one owner per input partition",
-        last=False,
+        "d2966b64530e798e5118a487f8b5a45d3cf2c8b9",
+        "release 0.4.1 and after: each journal row names its writer; partitions made in place",
     ),
 )
 

@@ -57,7 +57,9 @@ def serve(args: argparse.Namespace) -> int:
     from referee.service.takeover import TopicsRefused
 
     async def run() -> None:
-        engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
+        engine = create_engine(
+            db.url, settings.db_pool_size, settings.db_max_overflow, settings.session_limits
+        )
         built = build(settings, engine)
         app, ops = built.app, built.ops
         tune()

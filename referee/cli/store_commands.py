@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # the audit's and the replay's modules load when those comman
     from referee.processing.replay import ReplayReport
 
 UNDEFINED_TABLE = "42P01"
+LOCK_NOT_AVAILABLE = "55P03"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,8 @@ def reaching(db: Database) -> Iterator[None]:
             raise
         if sqlstate(failed) == UNDEFINED_TABLE:
             hint = "the schema is missing: run referee migrate"
+        elif sqlstate(failed) == LOCK_NOT_AVAILABLE:
+            hint = "another session held a lock it needs: docs/runbook.md, who holds the lock"
         else:
             hint = "is the server up, and the URL (--database, REFEREE_DATABASE_URL) right?"
         raise UnavailableError(

@@ -146,7 +146,11 @@ async def _archive_before(
     known = archived_segments(archive)
     for name, tables in (await detached_leftovers(driver)).items():
         await _verify_detached(driver, archive, known, name, tables)
-        await drop_detached(driver, name, tables)
+        try:
+            await drop_detached(driver, name, tables)
+        except TablesBusy as busy:
+            report.waiting = str(busy)
+            return report
         report.leftovers_dropped.append(name)
         after("dropped", name)
     chosen, report.waiting = await _archivable(driver, before)
@@ -190,7 +194,11 @@ async def _archive_before(
         report.carried["prints"] += carried.prints
         after("detached", segment.name)
         await _verify_detached(driver, archive, known, segment.name, PARTITIONED)
-        await drop_detached(driver, segment.name, PARTITIONED)
+        try:
+            await drop_detached(driver, segment.name, PARTITIONED)
+        except TablesBusy as busy:
+            report.waiting = str(busy)  # detached and listed: the next run drops it
+            break
         report.archived.append(segment.name)
         after("dropped", segment.name)
     return report

@@ -18,7 +18,7 @@ from referee.domain.revisions import NEWEST
 from referee.processing.outcome import Tally
 from referee.processing.replay import Log, Progress, Records, ReplayReport, opened
 from referee.processing.step import InputRecord, ProcessingStep, StepResult
-from referee.store.partitions import PartitionPolicy
+from referee.store.partitions import PartitionMaker, PartitionPolicy
 from referee.store.step_store import PostgresStepStore
 
 REPLAY_GROUP = "replay"
@@ -66,9 +66,11 @@ async def replay_into_store(
             if rejected_out is not None and processed.rejection is not None:
                 rejected_out.write(encode_canonical(processed.rejection) + b"\n")
 
+    # The time partitions are made before the first write, then kept ahead beside the writes.
+    maker = PartitionMaker(engine, partitions or PartitionPolicy())
     # Batches are pipelined: the next is judged while the one before commits.
     step = ProcessingStep(
-        PostgresStepStore(engine, partitions=partitions),
+        PostgresStepStore(engine, partitions=maker),
         REPLAY_GROUP,
         max_event_bytes=max_event_bytes,
         cache_games=cache_games,
@@ -80,14 +82,15 @@ async def replay_into_store(
     batch: list[InputRecord] = []
     stream = opened(log)
     try:
-        for number, line in Records(stream, progress):
-            batch.append(InputRecord(line, topic, 0, number, FileSource(name, number)))
-            if len(batch) >= batch_size:
+        async with maker.kept():
+            for number, line in Records(stream, progress):
+                batch.append(InputRecord(line, topic, 0, number, FileSource(name, number)))
+                if len(batch) >= batch_size:
+                    await step.submit(batch)
+                    batch = []
+            if batch:
                 await step.submit(batch)
-                batch = []
-        if batch:
-            await step.submit(batch)
-        await step.settle()
+            await step.settle()
     finally:
         if isinstance(log, Path):
             stream.close()

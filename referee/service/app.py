@@ -40,6 +40,7 @@ from referee.service.settings import Settings
 from referee.service.tails import TopicTails
 from referee.service.takeover import Preflight
 from referee.store.outbox_store import PostgresOutboxStore
+from referee.store.partitions import PartitionMaker
 from referee.store.step_store import PostgresStepStore
 
 
@@ -71,7 +72,10 @@ def build(settings: Settings, engine: AsyncEngine) -> Built:
         found: AIOKafkaConsumer | None = getattr(subscriber, "consumer", None)
         return found
 
-    step_store = PostgresStepStore(engine, partitions=settings.partition_policy)
+    maker = PartitionMaker(
+        engine, settings.partition_policy, observe=metrics.count_partition_making
+    )
+    step_store = PostgresStepStore(engine, partitions=maker)
     outbox_store = PostgresOutboxStore(engine)
     tails = TopicTails(options)
     make_producer = publisher_producers(settings, security)
@@ -126,7 +130,9 @@ def build(settings: Settings, engine: AsyncEngine) -> Built:
         polls=polls,
         ready_requires_partition=settings.ready_requires_partition,
     )
-    service = Service(settings, engine, step, partitions, progress, metrics, consumer)
+    service = Service(
+        settings, engine, step, partitions, progress, metrics, consumer, partition_maker=maker
+    )
     ops = OpsServer(
         settings.http_host,
         settings.http_port,

@@ -24,7 +24,7 @@ from referee.domain.errors import RejectionReason
 from referee.domain.revisions import NEWEST
 from referee.processing.outcome import Outcome, Processed
 from referee.service.bounded_uvicorn import Rejected
-from referee.store.partitions import TimePartition
+from referee.store.partitions import FAILED, LOCK_TIMEOUT, MADE, TimePartition
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
@@ -247,6 +247,15 @@ class Metrics:
             "their last reading).",
             registry=r,
         )
+        self.partition_making = Counter(
+            "referee_partition_making",
+            "Tries of the time partitions' maker, by outcome: made (a round made the "
+            "partitions ahead, or found none missing), lock_timeout (a try whose lock was not "
+            "free within its bounded wait: tried again), failed (a round that failed, its "
+            "locks never free or the database away: tried again later).",
+            ["outcome"],
+            registry=r,
+        )
 
         # Every label known in advance starts at 0: a rate then reads 0, not "no data".
         for cls in INPUT_EVENTS:
@@ -267,6 +276,8 @@ class Metrics:
             self.withheld.labels(outbox)
         for topic in topics:
             self.published.labels(topic)
+        for outcome in (MADE, LOCK_TIMEOUT, FAILED):
+            self.partition_making.labels(outcome)
 
     def exposition(self) -> bytes:
         """Renders /metrics."""
@@ -294,6 +305,10 @@ class Metrics:
             self.partitions_ahead.labels(table).set((upper - now).total_seconds())
             self.oldest_partition_age.labels(table).set((now - oldest[table]).total_seconds())
             self.live_partitions.labels(table).set(count[table])
+
+    def count_partition_making(self, outcome: str) -> None:
+        """Counts one try of the time partitions' maker."""
+        self.partition_making.labels(outcome).inc()
 
     def forget_partition(self, topic: str, partition: int) -> None:
         """Drops the series of a partition this instance no longer owns."""

@@ -16,7 +16,7 @@ from referee.service.metrics import Metrics
 from referee.service.partitions import ConsumerOf, Partitions
 from referee.service.settings import Settings
 from referee.store.database import ping
-from referee.store.partitions import TimePartition, list_partitions
+from referee.store.partitions import PartitionMaker, TimePartition, list_partitions
 from referee.store.seasons_store import database_now
 
 log = logging.getLogger("referee.serve")
@@ -53,6 +53,8 @@ class Service:
     started_at: float = field(default_factory=time.monotonic)
     """When the service was made (monotonic seconds): the consumer joins its group after."""
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    partition_maker: PartitionMaker | None = None
+    """Makes the time partitions ahead, off the write path (None: not in unit tests)."""
 
     # --- the lifecycle (FastStream's hooks) --------------------------------------------------
 
@@ -65,6 +67,8 @@ class Service:
         """Starts the lag watcher and the time partitions' watcher, once the consumer runs."""
         self.tasks.append(asyncio.create_task(self._watch_lag()))
         self.tasks.append(asyncio.create_task(self._watch_partitions()))
+        if self.partition_maker is not None:
+            self.tasks.append(asyncio.create_task(self.partition_maker.run()))
 
     async def stop(self) -> None:
         """Writes the batch judged last, then publishes what was committed and stops."""

@@ -27,10 +27,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from referee.domain.revisions import NEWEST, UnknownRevisionError, revision
 from referee.service.limits import BATCH_SIZE_CAP, MAX_EVENT_BYTES_CAP
-from referee.store.database import MAX_PORT, is_port, parse_database_url
+from referee.store.database import MAX_PORT, SessionLimits, is_port, parse_database_url
 from referee.store.partitions import RETENTION_CAP, PartitionPolicy, parse_interval
 
 PREFIX = "REFEREE_"
+SERVE_LIMITS = SessionLimits()
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
@@ -62,6 +63,30 @@ class Settings(BaseSettings):
     data_dir: str = Field(default=".referee", description="Where the embedded PostgreSQL lives.")
     db_pool_size: int = Field(default=5, ge=1, description="Connections kept in the pool.")
     db_max_overflow: int = Field(default=5, ge=0, description="Extra connections under load.")
+    db_statement_timeout_seconds: float = Field(
+        default=SERVE_LIMITS.statement,
+        ge=0,
+        le=3600,
+        description="`referee serve`'s sessions: the longest one statement may run before "
+        "PostgreSQL cancels it (statement_timeout; 0: no limit). Its batch then fails as an "
+        "outage and is retried.",
+    )
+    db_lock_timeout_seconds: float = Field(
+        default=SERVE_LIMITS.lock,
+        ge=0,
+        le=3600,
+        description="`referee serve`'s sessions: the longest one statement may wait for a "
+        "lock (lock_timeout; 0: no limit), below the statement timeout. Its batch then fails "
+        "as an outage and is retried.",
+    )
+    db_idle_in_transaction_timeout_seconds: float = Field(
+        default=SERVE_LIMITS.idle_in_transaction,
+        ge=0,
+        le=3600,
+        description="`referee serve`'s sessions: the longest a session may sit idle inside "
+        "a transaction before PostgreSQL ends it and its locks go "
+        "(idle_in_transaction_session_timeout; 0: no limit).",
+    )
 
     kafka_bootstrap_servers: str = Field(
         default="localhost:9092",
@@ -123,6 +148,26 @@ class Settings(BaseSettings):
                 f"{self.kafka_session_timeout_ms}"
             )
         return self
+
+    @model_validator(mode="after")
+    def _lock_wait_within_statement(self) -> Settings:
+        statement, lock = self.db_statement_timeout_seconds, self.db_lock_timeout_seconds
+        if statement and lock >= statement:
+            raise ValueError(
+                f"REFEREE_DB_LOCK_TIMEOUT_SECONDS={lock} must be below "
+                f"REFEREE_DB_STATEMENT_TIMEOUT_SECONDS={statement}, so that a statement "
+                "stopped while it waits for a lock fails as a lock wait"
+            )
+        return self
+
+    @property
+    def session_limits(self) -> SessionLimits:
+        """What ``referee serve``'s database sessions may take (statement, lock, idle)."""
+        return SessionLimits(
+            self.db_statement_timeout_seconds,
+            self.db_lock_timeout_seconds,
+            self.db_idle_in_transaction_timeout_seconds,
+        )
 
     @model_validator(mode="after")
     def _derive_transactional_id(self) -> Settings:
@@ -225,8 +270,9 @@ class Settings(BaseSettings):
         default=3,
         ge=1,
         le=1000,
-        description="How many time partitions are made ahead of the clock (by the store "
-        "before it writes, by `referee migrate` and `referee maintain`).",
+        description="How many time partitions are made ahead of the clock (by the service "
+        "in the background, starting that many intervals ahead; by `referee migrate` and "
+        "`referee maintain`).",
     )
     archive_url: str = Field(
         default="",

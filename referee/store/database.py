@@ -49,6 +49,34 @@ compiles a statement when its estimated cost is high, which an unanalyzed partit
 estimates make it (a fresh journal partition before autovacuum's first ANALYZE), and then
 spends 400-500 ms compiling a lookup that runs in 2 (docs/store.md, "Lookups that do not
 depend on statistics")."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLimits:
+    """How long a session may run one statement, wait for one lock, and sit idle inside a
+    transaction, in seconds (PostgreSQL's ``statement_timeout``, ``lock_timeout`` and
+    ``idle_in_transaction_session_timeout``; 0: no limit). ``referee serve`` sets them on
+    every connection it opens; the commands that read for minutes set none (docs/deploy.md,
+    "The database sessions: time limits"). What each raises is an outage
+    (``store/errors.py``)."""
+
+    statement: float = 60.0
+    lock: float = 30.0
+    idle_in_transaction: float = 30.0
+
+    def server_settings(self) -> dict[str, str]:
+        """The limits as connection parameters (milliseconds)."""
+        return {
+            "statement_timeout": _milliseconds(self.statement),
+            "lock_timeout": _milliseconds(self.lock),
+            "idle_in_transaction_session_timeout": _milliseconds(self.idle_in_transaction),
+        }
+
+
+def _milliseconds(seconds: float) -> str:
+    return str(round(seconds * 1000))
+
+
 PASSED_THROUGH = frozenset({"host", "port", "ssl", "prepared_statement_cache_size"})
 """Query parameters SQLAlchemy's asyncpg dialect reads itself."""
 LIBPQ = frozenset({*SSL_FILES, "sslmode", "sslpassword", "connect_timeout", "application_name"})
@@ -218,8 +246,11 @@ def _ssl_argument(query: dict[str, str]) -> ssl.SSLContext | str | None:
     return context
 
 
-def create_engine(url: str, pool_size: int = 5, max_overflow: int = 5) -> AsyncEngine:
-    """Returns an async engine on the asyncpg driver.
+def create_engine(
+    url: str, pool_size: int = 5, max_overflow: int = 5, limits: SessionLimits | None = None
+) -> AsyncEngine:
+    """Returns an async engine on the asyncpg driver; its connections carry ``limits`` when
+    given (``referee serve``'s).
 
     A pooled connection whose server went away (a PostgreSQL restart, a failover) is
     replaced at checkout, without the round trip of a ping (SQLAlchemy's ``pool_pre_ping``
@@ -228,9 +259,12 @@ def create_engine(url: str, pool_size: int = 5, max_overflow: int = 5) -> AsyncE
     retried as an outage (``referee/store/errors.py``) on a connection of its own.
     """
     target = parse_database_url(url)
+    connect_args = target.connect_args
+    if limits is not None:
+        connect_args["server_settings"].update(limits.server_settings())
     engine = create_async_engine(
         target.url,
-        connect_args=target.connect_args,
+        connect_args=connect_args,
         pool_size=pool_size,
         max_overflow=max_overflow,
     )

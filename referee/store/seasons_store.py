@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import asyncpg
-
+from referee.store.ddl import DDL_PATIENCE, LockPatience, LocksBusy, bounded_lock, with_lock_timeout
 from referee.store.partitions import PARTITIONED, list_partitions
 from referee.store.schema import TIME_PARTITION_PATTERN
 
@@ -161,7 +160,8 @@ ON CONFLICT DO NOTHING
 
 
 class TablesBusy(RuntimeError):  # noqa: N818 - what the run reports
-    """The detach waited its bound for the tables' lock (writers held it): run again."""
+    """The detach (or the drop) never found its tables free within its bounded wait: a
+    reader or a writer held them every time. Run again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,56 +173,83 @@ class Carried:
     prints: int
 
 
-async def carry_and_detach(driver: Any, segment: StoreSegment, prints_since: datetime) -> Carried:
+async def carry_and_detach(
+    driver: Any,
+    segment: StoreSegment,
+    prints_since: datetime,
+    patience: LockPatience = DDL_PATIENCE,
+) -> Carried:
     """In one transaction: carries into the live partitions the newest state of every game,
     the newest position of every input partition (each whose rows are in the segment and
     nowhere later), and the prints of every game still going on or active since
     ``prints_since``; then detaches the segment's five partitions. Nothing judged later needs
     their rows again (but a redelivery of an event of a game finished before
-    ``prints_since``: docs/archive.md)."""
+    ``prints_since``: docs/archive.md).
+
+    The detach takes ``ACCESS EXCLUSIVE`` locks on the five tables: it waits at most
+    ``patience.wait`` for all of them together, so the service's inserts wait no longer
+    behind it, and the transaction is tried again until it finds them free."""
     try:
-        return await _carry_and_detach(driver, segment, prints_since)
-    except asyncpg.LockNotAvailableError:
+        return await with_lock_timeout(
+            driver,
+            lambda conn: _carry_and_detach(conn, segment, prints_since, patience),
+            patience,
+            what=f"detaching segment {segment.name}",
+        )
+    except LocksBusy:
         raise TablesBusy(
-            f"segment {segment.name} waits: its tables stayed locked by writers for "
-            f"{DETACH_LOCK_TIMEOUT} (run again)"
+            f"segment {segment.name} waits: its tables were never free for "
+            f"{patience.milliseconds} ms in {patience.tries} tries (a reader or writers held "
+            "them; run again)"
         ) from None
 
 
-DETACH_LOCK_TIMEOUT = "10s"
-
-
-async def _carry_and_detach(driver: Any, segment: StoreSegment, prints_since: datetime) -> Carried:
-    async with driver.transaction():
-        # the detach waits for the writers' transactions on the tables, and they for it: wait
-        # a bounded time, and leave the segment for the next run rather than stall them
-        await driver.execute(f"SET LOCAL lock_timeout = '{DETACH_LOCK_TIMEOUT}'")
-        states = await driver.execute(
-            _CARRY_STATES.format(part=segment.partition("game_versions")), segment.end
-        )
-        positions = await driver.execute(
-            _CARRY_POSITIONS.format(part=segment.partition("consumer_positions")), segment.end
-        )
-        prints = await driver.execute(
-            _CARRY_PRINTS.format(part=segment.partition("journal")), prints_since
-        )
-        for table in PARTITIONED:
-            await driver.execute(f"ALTER TABLE {table} DETACH PARTITION {segment.partition(table)}")
+async def _carry_and_detach(
+    driver: Any, segment: StoreSegment, prints_since: datetime, patience: LockPatience
+) -> Carried:
+    states = await driver.execute(
+        _CARRY_STATES.format(part=segment.partition("game_versions")), segment.end
+    )
+    positions = await driver.execute(
+        _CARRY_POSITIONS.format(part=segment.partition("consumer_positions")), segment.end
+    )
+    prints = await driver.execute(
+        _CARRY_PRINTS.format(part=segment.partition("journal")), prints_since
+    )
+    # Every lock the five detaches need, taken at once within one bounded wait (after the
+    # carrying, which needs none of them): the first taken is held while the others are
+    # waited for, and the inserts queue behind it until the transaction ends.
+    tables = ", ".join(f"ONLY {t}, ONLY {segment.partition(t)}" for t in PARTITIONED)
+    await bounded_lock(driver, f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE", patience)
+    for table in PARTITIONED:
+        await driver.execute(f"ALTER TABLE {table} DETACH PARTITION {segment.partition(table)}")
     return Carried(_count(states), _count(positions), _count(prints))
 
 
-async def drop_detached(driver: Any, segment_name: str, tables: Sequence[str]) -> None:
-    """Drops a segment's detached partitions (refusing one still attached)."""
-    async with driver.transaction():
+async def drop_detached(
+    driver: Any, segment_name: str, tables: Sequence[str], patience: LockPatience = DDL_PATIENCE
+) -> None:
+    """Drops a segment's detached partitions (refusing one still attached), each lock waited
+    for a bounded time; raises TablesBusy if a reader of them held them through every try."""
+
+    async def drop(conn: Any) -> None:
         for table in tables:
             name = f"{table}_{segment_name}"
-            attached = await driver.fetchval(
+            attached = await conn.fetchval(
                 "SELECT relispartition FROM pg_class WHERE oid = to_regclass($1)", name
             )
             if attached:
                 raise RuntimeError(f"{name} is still attached: it is not dropped")
             if attached is not None:
-                await driver.execute(f"DROP TABLE {name}")
+                await conn.execute(f"DROP TABLE {name}")
+
+    try:
+        await with_lock_timeout(driver, drop, patience, what=f"dropping segment {segment_name}")
+    except LocksBusy:
+        raise TablesBusy(
+            f"segment {segment_name} is detached, not dropped: a reader held its partitions "
+            "(the next run drops them)"
+        ) from None
 
 
 def _count(status: str) -> int:

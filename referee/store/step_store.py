@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from referee.store.errors import is_missing_partition, is_outage
 from referee.store.locks import position_lock_name
-from referee.store.partitions import PartitionKeeper, PartitionPolicy
+from referee.store.partitions import PartitionMaker
 from referee.store.rows import (
     DEAD_LETTER_COLUMNS,
     GAME_REVISION_COLUMNS,
@@ -56,13 +56,14 @@ class PostgresStepStore:
         engine: AsyncEngine,
         *,
         insert_below: int | None = None,
-        partitions: PartitionPolicy | None = None,
+        partitions: PartitionMaker | None = None,
     ) -> None:
         self.engine = engine
         self.insert_below = INSERT_BELOW if insert_below is None else insert_below
         """Batches of at most this many journal rows are appended by INSERT, larger by COPY."""
-        self.partitions = PartitionKeeper(partitions or PartitionPolicy())
-        """Makes the time partitions ahead of the rows (``store/partitions.py``)."""
+        self.partitions = partitions
+        """What makes the time partitions ahead of the rows, off this write path
+        (``store/partitions.py``): told when a row found none."""
 
     async def load_positions(
         self, group_id: str, topic: str, partitions: Iterable[int]
@@ -163,12 +164,15 @@ class PostgresStepStore:
         A small batch is one statement in its own transaction: the fence, then every table's
         INSERT, each gated on the fence's answer (one round trip, commit included). A large
         batch is a transaction of COPYs, which move rows faster (docs/benchmarks.md).
+
+        It runs no DDL: a DDL statement waits for every reader of its table, and the write
+        would wait with it (docs/store.md, "Time partitions"). A row with no partition to
+        go to fails the batch as an outage, and the partition maker is woken.
         """
         ordered = sorted(fence)  # every writer locks in the same order: no deadlock
         async with self.engine.connect() as conn:
             raw = await conn.get_raw_connection()
             driver: Any = raw.driver_connection
-            await self.partitions.ensure(driver)
             try:
                 if len(rows.journal) <= self.insert_below:
                     return await _write_at_once(driver, group_id, ordered, rows)
@@ -179,8 +183,8 @@ class PostgresStepStore:
                     await _copy(driver, _ALL, _records(rows))
                     appended = time.perf_counter()
             except Exception as exc:
-                if is_missing_partition(exc):
-                    self.partitions.forget()  # made before the retry's write
+                if is_missing_partition(exc) and self.partitions is not None:
+                    self.partitions.wake()  # the retry finds it made, if it can be
                 raise
             return Written(None, appended)
 

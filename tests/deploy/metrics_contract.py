@@ -49,6 +49,7 @@ METRICS: dict[str, tuple[str, frozenset[str]]] = {
     "referee_withheld_rows_total": ("counter", frozenset({"outbox"})),
     "referee_partitions_lost_total": ("counter", frozenset()),
     "referee_publishers_failing": ("gauge", frozenset()),
+    "referee_partition_making_total": ("counter", frozenset({"outcome"})),
 }
 
 # Labels Prometheus adds to every scraped series (ServiceMonitor targets).

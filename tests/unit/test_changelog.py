@@ -33,6 +33,8 @@ def releases() -> dict[str, dict[str, str]]:
 
 
 def test_the_newest_section_is_the_packages_version() -> None:
+    """The first section may be ``Unreleased`` (what main holds past the version: it takes
+    the version's number when one is cut); the next is the package's version."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     versions = list(releases())
     if versions[0] == UNRELEASED:

@@ -176,6 +176,9 @@ the ConfigMap exists). Every name must be a field of Settings.
 REFEREE_DATA_DIR: {{ .Values.config.dataDir | quote }}
 REFEREE_DB_POOL_SIZE: {{ .Values.database.poolSize | toString | quote }}
 REFEREE_DB_MAX_OVERFLOW: {{ .Values.database.maxOverflow | toString | quote }}
+REFEREE_DB_STATEMENT_TIMEOUT_SECONDS: {{ .Values.database.statementTimeoutSeconds | toString | quote }}
+REFEREE_DB_LOCK_TIMEOUT_SECONDS: {{ .Values.database.lockTimeoutSeconds | toString | quote }}
+REFEREE_DB_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: {{ .Values.database.idleInTransactionTimeoutSeconds | toString | quote }}
 REFEREE_KAFKA_BOOTSTRAP_SERVERS: {{ .Values.kafka.bootstrapServers | quote }}
 REFEREE_KAFKA_SECURITY_PROTOCOL: {{ .Values.kafka.securityProtocol | quote }}
 {{- if include "referee.saslEnabled" . }}

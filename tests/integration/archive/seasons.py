@@ -4,7 +4,7 @@ archive tests check afterwards.
 
 Partitions shorter than a minute cannot be asked of ``referee_create_partitions``; the tests
 create the first few themselves, a few seconds long each, as the table's owner would, and the
-referee's own keeper makes the regular ones after them.
+referee's own partition maker makes the regular ones after them.
 """
 
 from __future__ import annotations
@@ -72,16 +72,19 @@ def split(log: Path, parts: int) -> list[Path]:
     return prefixes
 
 
-async def short_partitions(url: str, count: int) -> list[tuple[datetime, datetime]]:
-    """Makes, for each of the five tables, a partition from the end of the legacy one to the
-    next second, then ``count`` of SLICE_SECONDS; returns the bounds of all of them."""
+async def short_partitions(
+    url: str, count: int, lead: float = 1.0
+) -> list[tuple[datetime, datetime]]:
+    """Makes, for each of the five tables, a partition from the end of the legacy one to
+    ``lead`` seconds from now (a whole second), then ``count`` of SLICE_SECONDS; returns the
+    bounds of all of them."""
     conn = await asyncpg.connect(_plain(url))
     try:
         start: datetime = await conn.fetchval(
             "SELECT upper_bound FROM referee_partition_bounds('journal_p_legacy')"
         )
         now: datetime = await conn.fetchval("SELECT clock_timestamp()")
-        first = now.replace(microsecond=0) + timedelta(seconds=1)
+        first = now.replace(microsecond=0) + timedelta(seconds=round(lead))
         bounds = [(start, first)]
         for i in range(count):
             lo = first + timedelta(seconds=SLICE_SECONDS * i)

@@ -23,6 +23,8 @@ from tools.testkit.kafkatools import drain, keyed_lines
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 
+SERVICE_START_SECONDS = 15.0
+
 
 async def journaled(url: str, archive_url: str) -> int:
     """Journal rows in PostgreSQL and in the archive's manifests."""
@@ -40,11 +42,13 @@ async def test_an_archive_run_beside_serve_loses_and_repeats_nothing(
     stack = await open_stack(bootstrap, admin_url, tmp_path, migrated=False)
     try:
         url = stack.database_url
-        # the newest revision by its name: no partitions made yet, the test makes them
+        # the newest revision by its name: no partitions made yet, the test makes them before
+        # the service starts (it makes its own, of a minute, after them at once), the first
+        # far enough ahead for the service to be ready by then
         await asyncio.to_thread(migrate, url, newest_revision())
+        bounds = await short_partitions(url, 2, lead=SERVICE_START_SECONDS)
         _, port = stack.start(extra_env={"REFEREE_PARTITION_INTERVAL": "1m"})
         await wait_ready(port)
-        bounds = await short_partitions(url, 2)  # then the service's own, of a minute
         records = keyed_lines(simulated_log)
         await wait_until(bounds[1][0])
         feeding = asyncio.create_task(

@@ -72,12 +72,34 @@ def test_the_defaults_are_valid() -> None:
             "needs REFEREE_KAFKA_SECURITY_PROTOCOL SASL_PLAINTEXT or SASL_SSL, not PLAINTEXT",
         ),
         ({"REFEREE_KAFKA_SSL_CAFILE": "/nonexistent/ca.crt"}, "REFEREE_KAFKA_SSL_CAFILE="),
+        (
+            {"REFEREE_DB_LOCK_TIMEOUT_SECONDS": "60"},
+            "REFEREE_DB_LOCK_TIMEOUT_SECONDS=60.0 must be below REFEREE_DB_STATEMENT_TIMEOUT",
+        ),
+        (
+            {"REFEREE_DB_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS": "-1"},
+            "REFEREE_DB_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS='-1': must be at least 0",
+        ),
     ],
 )
 def test_a_bad_setting_is_named(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], says: str
 ) -> None:
     assert says in refused(monkeypatch, **env)
+
+
+def test_serve_s_sessions_carry_the_three_limits_in_milliseconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert load_settings().session_limits.server_settings() == {
+        "statement_timeout": "60000",
+        "lock_timeout": "30000",
+        "idle_in_transaction_session_timeout": "30000",
+    }
+    monkeypatch.setenv("REFEREE_DB_STATEMENT_TIMEOUT_SECONDS", "0")  # no limit: any lock wait
+    monkeypatch.setenv("REFEREE_DB_LOCK_TIMEOUT_SECONDS", "2.5")
+    limits = load_settings().session_limits.server_settings()
+    assert (limits["statement_timeout"], limits["lock_timeout"]) == ("0", "2500")
 
 
 def test_every_bad_setting_is_named_on_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
