@@ -34,7 +34,7 @@ class Progress:
         self.consumer = consumer
         self.last_commit = time.monotonic()
         """When a batch last committed (monotonic seconds)."""
-        self._offsets: dict[TopicPartition, int] = {}
+        self._offsets: dict[tuple[str, int], int] = {}
         self._offsets_dirty = False
         self._offsets_task: asyncio.Task[None] | None = None
 
@@ -47,11 +47,12 @@ class Progress:
         metrics.last_batch.set(now)
         self.last_commit = time.monotonic()
         offsets = self._offsets
+        stamp = metrics.event_to_verdict.observe
         for record, processed in result.processed:
-            tp = TopicPartition(record.topic, record.partition)
-            offsets[tp] = max(offsets.get(tp, 0), record.offset + 1)
+            # a batch holds each partition's records in offset order: the last one wins
+            offsets[record.topic, record.partition] = record.offset + 1
             if processed.verdicts and record.timestamp_ms is not None:
-                metrics.event_to_verdict.observe(max(now - record.timestamp_ms / 1000, 0.0))
+                stamp(max(now - record.timestamp_ms / 1000, 0.0))
         self._commit_offsets()
 
     def _commit_offsets(self) -> None:
@@ -69,7 +70,11 @@ class Progress:
             if consumer is None:
                 return
             owned = consumer.assignment()
-            offsets = {tp: o for tp, o in self._offsets.items() if tp in owned}
+            offsets = {
+                tp: o
+                for (topic, partition), o in self._offsets.items()
+                if (tp := TopicPartition(topic, partition)) in owned
+            }
             if not offsets:
                 continue
             started = time.perf_counter()
