@@ -8,15 +8,16 @@ seen here, and the golden files are written again on purpose.
 
 from __future__ import annotations
 
-import datetime as real_dt
 import json
-import types
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 
-import bench.report as report
-from bench.context import FULL, QUICK, Context, Options
+from bench import report
+from bench.context import FULL, QUICK
+from bench.sections.base import Page
 
 HERE = Path(__file__).parent
 KEPT = HERE / "kept"
@@ -37,32 +38,29 @@ COMMANDS = [
 ]
 
 
-class _Clock:
-    @staticmethod
-    def now(tz: real_dt.tzinfo | None = None) -> real_dt.datetime:
-        return real_dt.datetime(2026, 12, 7, 4, 30, tzinfo=real_dt.UTC)
+def _run(*, quick: bool) -> report.Run:
+    page = Page(QUICK if quick else FULL, quick, "img", KEPT)
+    return report.Run(INFO, "1.00 0.90 0.80", 1234.5 / 60, "2026-12-07 04:30 UTC", COMMANDS, page)
 
 
-@pytest.fixture(autouse=True)
-def _fixed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(report, "dt", types.SimpleNamespace(datetime=_Clock, UTC=real_dt.UTC))
-    monkeypatch.setattr(report, "EDITION2_AB", KEPT / "edition2-ab.md")
-    monkeypatch.setattr(report, "AB_SECTION", KEPT / "relay-transactions.md")
-    monkeypatch.setattr(report, "OWNER_AB", KEPT / "one-owner-ab.md")
-    monkeypatch.setattr(report, "EXPLAIN_SECTION", KEPT / "explain.md")
+def _results(name: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads((HERE / f"{name}.results.json").read_text(encoding="utf-8"))
+    return found
 
 
 @pytest.mark.parametrize(("name", "quick"), [("full", False), ("partial", True)])
 def test_a_run_renders_as_before(name: str, quick: bool) -> None:
-    ctx = Context(Options(quick=quick), QUICK if quick else FULL, Path("/nonexistent"))
-    ctx.results = json.loads((HERE / f"{name}.results.json").read_text(encoding="utf-8"))
-    ctx.commands = list(COMMANDS)
-    text = report.render(ctx, INFO, "1.00 0.90 0.80", 1234.5, "img")
+    text = report.render(_results(name), _run(quick=quick))
     assert text + "\n" == (HERE / f"{name}.report.md").read_text(encoding="utf-8")
 
 
 def test_the_ab_renders_as_before() -> None:
-    ctx = Context(Options(rounds=3), FULL, Path("/nonexistent"))
-    ctx.results = json.loads((HERE / "ab.results.json").read_text(encoding="utf-8"))
-    text = report.render_ab(ctx, INFO, "1.00 0.90 0.80")
+    text = report.render_ab(_results("ab"), _run(quick=False), rounds=3)
     assert text + "\n" == (HERE / "ab.report.md").read_text(encoding="utf-8")
+
+
+def test_results_of_the_wrong_type_are_refused_with_their_place() -> None:
+    results = _results("full")
+    results["memory"] = {**results["memory"], "games": "many"}
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.games"):
+        report.render(results, _run(quick=False))
