@@ -20,15 +20,15 @@ from referee.contracts.explanation import explanation_wire
 from referee.contracts.rejection import FileSource
 from referee.contracts.verdicts import encode_canonical
 from referee.domain.secrecy import SPECTATOR, viewer
-from referee.processing.explanations import (
+from referee.processing.outcome import Outcome
+from referee.processing.referee import Referee
+from referee.usecases.explanations import (
     Chapter,
     Explained,
     Explainer,
     Request,
     explain_records,
 )
-from referee.processing.outcome import Outcome
-from referee.processing.referee import Referee
 
 if TYPE_CHECKING:  # the store's modules load only for --database/--embedded
     from referee.cli.store_commands import Database
@@ -90,9 +90,9 @@ def explain(args: argparse.Namespace) -> int:
 def _from_store(db: Database, settings: Settings, explainer: Explainer, writer: _Writer) -> None:
     """Explains the store's journal, read as ``audit`` reads it (exit 3 if unreachable)."""
     from referee.cli.store_commands import reaching, require_schema
-    from referee.processing.explanations import explain_store
     from referee.store.database import check_reachable, create_engine
     from referee.store.views import StoreViews
+    from referee.usecases.explanations import explain_store
 
     async def run() -> None:
         engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
@@ -110,7 +110,7 @@ def _from_store(db: Database, settings: Settings, explainer: Explainer, writer: 
 
 
 def _records(log: Path | BinaryIO, name: str) -> Iterator[tuple[bytes, FileSource]]:
-    from referee.processing.replay import Records, opened
+    from referee.usecases.replay import Records, opened
 
     stream = opened(log)
     try:

@@ -492,7 +492,7 @@ def _replay(args: argparse.Namespace) -> int:
 
         return replay_store(args, log)
     from referee.cli.progress import ProgressBar, format_summary
-    from referee.processing.replay import default_workers, replay
+    from referee.usecases.replay import default_workers, replay
 
     if args.rejected and args.source_name is None and isinstance(log, Path):
         utf8_name(

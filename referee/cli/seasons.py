@@ -79,7 +79,7 @@ def archive(args: argparse.Namespace) -> int:
     """``referee archive --to URL [--before TIME]``: the partitions older than TIME (default:
     now less ``REFEREE_ARCHIVE_RETENTION``) to the archive, verified, then dropped."""
     from referee.archive import ArchiveError, open_archive
-    from referee.processing.archiver import ArchiveReport, archive_before
+    from referee.usecases.archiver import ArchiveReport, archive_before
 
     settings = settings_or_exit()
     url = args.to or settings.archive_url

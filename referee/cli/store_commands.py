@@ -48,8 +48,8 @@ from referee.store.errors import describe_failure, is_outage, sqlstate
 
 if TYPE_CHECKING:  # the audit's and the replay's modules load when those commands run,
     # not on ``serve``'s start-up
-    from referee.processing.audit import AuditReport
-    from referee.processing.replay import ReplayReport
+    from referee.usecases.audit import AuditReport
+    from referee.usecases.replay import ReplayReport
 
 UNDEFINED_TABLE = "42P01"
 
@@ -223,7 +223,7 @@ def _migrate_down(db: Database, settings: Settings, target: str) -> int:
 def replay_store(args: argparse.Namespace, log: Path | BinaryIO) -> int:
     """``referee replay LOG --database [URL]`` or ``--embedded``."""
     from referee.cli.collector import tune
-    from referee.processing.replay_store import replay_into_store
+    from referee.usecases.replay_store import replay_into_store
 
     if isinstance(log, Path):
         name: str = args.source_name or utf8_name(
@@ -309,9 +309,9 @@ def audit(args: argparse.Namespace) -> int:
 async def _audit(
     db: Database, settings: Settings, candidate: int | None = None, archive: str | None = None
 ) -> tuple[str, AuditReport]:
-    from referee.processing.audit import AuditReport
-    from referee.processing.audit import audit as run_audit
     from referee.store.views import StoreViews
+    from referee.usecases.audit import AuditReport
+    from referee.usecases.audit import audit as run_audit
 
     engine = _engine(db, settings)
     try:
@@ -322,7 +322,7 @@ async def _audit(
         from referee.archive import ArchiveError, VerificationError, open_archive
         from referee.archive.storage import LocalArchive
         from referee.cli.seasons import archive_failure
-        from referee.processing.archived_views import ArchivedViews
+        from referee.usecases.archived_views import ArchivedViews
 
         try:
             opened = open_archive(archive)
@@ -348,9 +348,9 @@ async def _audit(
 
 def demo(args: argparse.Namespace) -> int:
     """``referee demo``: the example log into the (embedded) store; verdicts, standings, audit."""
-    from referee.processing.audit import audit as run_audit
-    from referee.processing.replay_store import replay_into_store
     from referee.store.views import StoreViews
+    from referee.usecases.audit import audit as run_audit
+    from referee.usecases.replay_store import replay_into_store
 
     log = open_log(args.log)
     if not isinstance(log, Path):

@@ -24,7 +24,7 @@ from referee.contracts.parse import read_envelope
 from referee.contracts.rejection import FileSource
 from referee.processing.outcome import Processed
 from referee.processing.referee import Referee
-from referee.processing.replay import read_log
+from referee.usecases.replay import read_log
 from tests.hostile import build
 from tests.integration.conftest import fetch
 from tests.integration.kafka.checks import assert_same_verdicts, stored_verdicts

@@ -35,7 +35,7 @@ from referee.contracts.wire import InputEvent
 from referee.domain.events import TileDrawn, TilePlayed
 from referee.domain.secrecy import SPECTATOR, viewer
 from referee.domain.tiles import Tile, sorted_tiles, tile
-from referee.processing.explanations import Explained, Explainer, Request
+from referee.usecases.explanations import Explained, Explainer, Request
 from tests.families import FAMILIES, family_games, game_started
 
 TILE_TEXT = re.compile(r"[\[{](\d+)[,|](\d+)[\]}]")
