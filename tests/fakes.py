@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from aiokafka import TopicPartition
 from aiokafka.errors import ProducerFenced
 
-from referee.store.outbox_store import OutboxRow
-from referee.store.rows import (
+from referee.processing.rows import (
     DeadLetterRow,
     Fenced,
     GameRevisionRow,
@@ -33,6 +32,7 @@ from referee.store.rows import (
     VerdictRow,
     Written,
 )
+from referee.store.outbox_store import OutboxRow
 
 
 class FakeOutageError(ConnectionError):

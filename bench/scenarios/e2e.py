@@ -20,7 +20,7 @@ from bench.readers import drain_values, wait_for_count
 from bench.scrape import means, snapshot
 from bench.services import fresh_database, fresh_topics, make_topics
 from referee.contracts.wire import EnvelopeProbe
-from referee.store.rows import JOURNAL_COLUMNS
+from referee.processing.rows import JOURNAL_COLUMNS
 from tools.testkit.kafkatools import Topics, keyed_lines, produce
 
 

@@ -14,7 +14,7 @@ from bench.journal import ceiling_row
 from bench.process import parse_speed, run_cli
 from bench.services import fresh_database
 from referee.contracts.wire import EnvelopeProbe
-from referee.store.rows import JOURNAL_COLUMNS
+from referee.processing.rows import JOURNAL_COLUMNS
 
 
 async def copy_ceiling_file(url: str, log: Path, batch_size: int) -> tuple[int, float]:

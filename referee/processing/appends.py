@@ -11,7 +11,7 @@ from referee.contracts.verdicts import encode_canonical
 from referee.processing.ledger import Fingerprint, GameLedger, event_print
 from referee.processing.outcome import Outcome, Processed
 from referee.processing.records import InputRecord, Partition
-from referee.store.rows import (
+from referee.processing.rows import (
     DeadLetterRow,
     GameRevisionRow,
     GameVersionRow,

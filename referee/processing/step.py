@@ -41,7 +41,7 @@ from referee.processing.records import (
     chunks_of,
 )
 from referee.processing.referee import Referee
-from referee.store.rows import Fenced, StepRows, Written
+from referee.processing.rows import Fenced, StepRows, Written
 
 __all__ = ["InputRecord", "PositionMoved", "ProcessingStep", "StepResult"]
 

@@ -17,10 +17,7 @@ from sqlalchemy import Table, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from referee.store.errors import is_missing_partition, is_outage
-from referee.store.locks import position_lock_name
-from referee.store.partitions import PartitionKeeper, PartitionPolicy
-from referee.store.rows import (
+from referee.processing.rows import (
     DEAD_LETTER_COLUMNS,
     GAME_REVISION_COLUMNS,
     JOURNAL_COLUMNS,
@@ -35,6 +32,9 @@ from referee.store.rows import (
     StoredPrint,
     Written,
 )
+from referee.store.errors import is_missing_partition, is_outage
+from referee.store.locks import position_lock_name
+from referee.store.partitions import PartitionKeeper, PartitionPolicy
 from referee.store.schema import (
     consumer_positions,
     dead_letters,

@@ -19,7 +19,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "domain": {"domain"},
     "contracts": {"domain", "contracts"},
     "store": {"contracts", "store"},
-    "processing": {"domain", "contracts", "store", "processing"},
+    "processing": {"domain", "contracts", "processing"},
     "usecases": {"domain", "contracts", "store", "processing", "archive", "usecases"},
     "service": {"domain", "contracts", "store", "processing", "service"},
     "cli": {
@@ -37,6 +37,11 @@ MAY_IMPORT: dict[str, set[str]] = {
     "archive": {"archive"},
 }
 """For each layer, the referee layers its modules may import (docs/design.md, "Layers")."""
+
+PORT = {"referee.processing.ports", "referee.processing.rows"}
+"""The engine's port: the store it needs (``ports.py``) and the rows that cross it
+(``rows.py``). The store implements the port, so it imports these two modules and nothing
+else of the engine (dependency inversion: the engine imports no store)."""
 
 THIRD_PARTY: dict[str, set[str] | None] = {
     "domain": set(),  # the standard library only: the judge is a pure fold
@@ -75,9 +80,29 @@ def test_a_module_imports_only_the_layers_below_its_own(path: Path) -> None:
         top = name.split(".")[0]
         if top == "referee":
             target = name.split(".")[1] if "." in name else "referee"
-            assert target in allowed, f"{path.name} ({layer}) imports {name}"
+            implements = layer == "store" and name in PORT
+            assert target in allowed or implements, f"{path.name} ({layer}) imports {name}"
         elif top not in sys.stdlib_module_names and top != "__future__" and outside is not None:
             assert top in outside, f"{path.name} ({layer}) imports {name}"
+
+
+@pytest.mark.parametrize("port", sorted(PORT))
+def test_the_engines_port_imports_nothing_of_the_referee_but_itself(port: str) -> None:
+    path = PACKAGE.parent / (port.replace(".", "/") + ".py")
+    for name in imports_of(path):
+        assert not name.startswith("referee") or name in PORT, f"{port} imports {name}"
+
+
+def test_the_store_takes_its_rows_from_the_engines_port() -> None:
+    found = {
+        name
+        for path in MODULES
+        if layer_of(path) == "store"
+        for name in imports_of(path)
+        if name.startswith("referee.processing")
+    }
+    assert "referee.processing.rows" in found
+    assert found <= PORT
 
 
 def test_every_layer_is_in_the_table() -> None:

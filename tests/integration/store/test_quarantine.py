@@ -19,9 +19,9 @@ import asyncpg
 import pytest
 
 from referee.domain import revisions
+from referee.processing.rows import Fenced, StepRows, Written
 from referee.simulate import SimulationOptions, simulate
 from referee.store.database import create_engine
-from referee.store.rows import Fenced, StepRows, Written
 from referee.store.step_store import PostgresStepStore
 from referee.store.views import StoreViews
 from referee.usecases.audit import audit

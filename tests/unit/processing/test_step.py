@@ -23,6 +23,7 @@ from referee.processing import ids as ids_module
 from referee.processing.ids import BATCHES
 from referee.processing.ledger import Fingerprint, event_print, fingerprint
 from referee.processing.referee import Referee
+from referee.processing.rows import StepRows
 from referee.processing.step import (
     InputRecord,
     PositionMoved,
@@ -30,7 +31,6 @@ from referee.processing.step import (
     StepResult,
 )
 from referee.simulate import SimulationOptions, simulate
-from referee.store.rows import StepRows
 from tests.fakes import FakeOutageError, FakeRefusalError, FakeStepStore
 
 TOPIC = "game-events"
