@@ -11,21 +11,24 @@ earlier events waiting behind later ones.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from referee.cli.errors import EXIT_DIFFERENCE, EXIT_OK, UnavailableError
-from referee.cli.store_commands import (
+from referee.cli.args import Commands
+from referee.cli.database import (
     Database,
     choose_database,
+    database_flags,
+    engine_of,
     probe_schema,
     reaching,
     settings_or_exit,
 )
-from referee.service.settings import Settings
-from referee.store.database import create_engine
-from referee.store.outbox_store import PostgresOutboxStore
+from referee.cli.errors import EXIT_DIFFERENCE, EXIT_OK, UnavailableError
+
+if TYPE_CHECKING:
+    from referee.service.settings import Settings
 
 
 @dataclass(slots=True)
@@ -62,8 +65,26 @@ class PartitionsReport:
         return lines
 
 
-def partitions(args: argparse.Namespace) -> int:
+def add(commands: Commands) -> None:
+    """Adds ``referee partitions``."""
+    partitions = commands.add(
+        "partitions",
+        "the input topic's partitions in Kafka and in the store; --accept records a new count",
+        run,
+    )
+    database_flags(partitions)
+    partitions.add_argument(
+        "--accept",
+        action="store_true",
+        help="record the input topic's partition count (after partitions were added), once "
+        "every record of the old partitions is processed (docs/runbook.md)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     """Prints the partitions' state; with ``--accept``, records the input topic's count."""
+    import asyncio
+
     settings = settings_or_exit()
     db = choose_database(args.database, embedded=args.embedded, settings=settings)
     probe_schema(db, settings, "reads")
@@ -112,10 +133,11 @@ async def _report(db: Database, settings: Settings) -> PartitionsReport:
 
     from referee.service.kafka_options import consumer_options, kafka_security
     from referee.service.tails import partition_counts
+    from referee.store.outbox_store import PostgresOutboxStore
 
     options = consumer_options(settings, kafka_security(settings))
     topics = [settings.input_topic, settings.verdict_topic, settings.dlq_topic]
-    engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
+    engine = engine_of(db, settings)
     try:
         store = PostgresOutboxStore(engine)
         recorded = await store.input_partitions(settings.group_id, settings.input_topic)
@@ -143,7 +165,9 @@ async def _report(db: Database, settings: Settings) -> PartitionsReport:
 
 
 async def _record(db: Database, settings: Settings, count: int) -> None:
-    engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
+    from referee.store.outbox_store import PostgresOutboxStore
+
+    engine = engine_of(db, settings)
     try:
         store = PostgresOutboxStore(engine)
         await store.record_input_partitions(settings.group_id, settings.input_topic, count)

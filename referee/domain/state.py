@@ -153,10 +153,6 @@ class GameState(NamedTuple):
             self.players, self.rules, self.seats, self.teams, scores, rnd, self.winner
         )
 
-    def next_seat(self, seat: int) -> int:
-        """Returns the seat after ``seat`` in the order of play."""
-        return (seat + 1) % len(self.players)
-
 
 def game_state(
     players: tuple[str, ...],

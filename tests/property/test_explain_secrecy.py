@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from referee.cli.errors import UsageError
-from referee.cli.explain import _check_found
+from referee.cli.explain import check_found
 from referee.cli.explain_text import render
 from referee.contracts.explanation import explanation_wire
 from referee.contracts.parse import parse_event
@@ -113,7 +113,7 @@ def what_a_reader_sees(
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.suppress(UsageError):
             try:
-                _check_found(told, request, "the log")
+                check_found(told, request, "the log")
             except UsageError as failed:
                 err.write(failed.message)
                 raise

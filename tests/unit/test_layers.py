@@ -125,3 +125,64 @@ def test_no_sql_outside_the_store(path: Path) -> None:
             assert found is None or not node.value.strip().startswith(found.group(1)), (
                 f"{path.name}:{node.lineno} holds SQL: {node.value[:60]!r}"
             )
+
+
+def _module_name(path: Path) -> str:
+    name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return name.removesuffix(".__init__")
+
+
+def _referee_imports(path: Path, known: set[str]) -> set[str]:
+    """The modules of the referee a module imports, lazily or not (``from referee.x import
+    y`` names ``referee.x.y`` when that is a module)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found |= {node.module} & known
+            found |= {f"{node.module}.{a.name}" for a in node.names} & known
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names} & known
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {name: _referee_imports(path, set(paths)) - {name} for name, path in paths.items()}
+    for start, imported in graph.items():
+        seen: set[str] = set()
+        todo = list(imported)
+        while todo:
+            name = todo.pop()
+            assert name != start, f"{start} imports itself back through {sorted(seen)}"
+            if name not in seen:
+                seen.add(name)
+                todo += graph[name]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+OURS = ("referee", "bench")
+SOURCES = sorted(p for top in OURS for p in (PACKAGE.parent / top).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE.parent)))
+def test_no_module_imports_another_modules_private_name(path: Path) -> None:
+    """A private name (one underscore) is its module's; a private module is its package's."""
+    importer = _module_name(path)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            module, names = node.module, [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            module, names = "", [a.name for a in node.names]
+        else:
+            continue
+        for full in [module, *(f"{module}.{n}".lstrip(".") for n in names)]:
+            parts = full.split(".")
+            if parts[0] not in OURS:
+                continue
+            for i, part in enumerate(parts):
+                owner = ".".join(parts[:i])
+                inside = importer == owner or importer.startswith(owner + ".")
+                assert inside or not _private(part), f"{importer} imports {full}, {owner}'s"
