@@ -78,8 +78,9 @@ def ab_main(ctx: Context) -> int:
 def compile_bytecode() -> None:
     """Compiles the environment's and the referee's bytecode, as the image does at build
     (Dockerfile: UV_COMPILE_BYTECODE=1), so the referee processes timed here start as a
-    deployed one does: with PYTHONDONTWRITEBYTECODE=1 (set on this machine) and no bytecode,
-    every start compiled ~2,100 modules (1.1 s), which a deployed referee never pays."""
+    deployed one does: with PYTHONDONTWRITEBYTECODE=1 and no bytecode, every start compiled
+    every module it imports, which a deployed referee never pays (bench/notes.md,
+    "Bytecode")."""
     targets = [sysconfig.get_paths()["purelib"], str(ROOT / "referee"), str(ROOT / "migrations")]
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", "-j", "0", *targets],

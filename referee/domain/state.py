@@ -107,8 +107,9 @@ def round_state(
 ) -> RoundState:
     """Returns the round of these fields, exactly as ``RoundState(...)`` would.
 
-    It skips the named tuple's generated ``__new__``, which costs as much again as the tuple
-    (the judge builds a round per event); a test holds it to the plain constructor.
+    It skips the named tuple's generated ``__new__``, a Python-level call (the judge builds a
+    round per event: docs/design.md, "Performance choices"); a test holds it to the plain
+    constructor.
     """
     return _new(
         RoundState, (round_number, hand_masks, boneyard_mask, layout, turn, drew, chain, ended)

@@ -38,7 +38,7 @@ MAX_DETAIL = 1000
 
 
 # from the package's own file: ``__file__`` of a compiled module imported by another one of
-# its build is wrong (mypyc 2.4; tools/native.py)
+# its build is wrong (docs/design.md, "The compiled build")
 # (the package is imported before any of its modules)
 _PACKAGE_ROOT = str(Path(str(sys.modules["referee"].__file__)).resolve().parents[1]) + os.sep
 
