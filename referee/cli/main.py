@@ -3,10 +3,10 @@
 Each command is a module of ``referee.cli`` with ``add(commands)``, which adds its
 subcommand, its flags and its handler (``Commands.add``), and the handler itself, which
 imports what the command does when it runs: building the parser imports no store, no Kafka
-and no use case (a test holds it). A new command is a new module and its line in
-``COMMANDS``. Every failure is one line on standard error (``--debug`` adds the traceback)
-and an exit status that says what kind of failure it was (``referee/cli/errors.py``, the
-README).
+and no use case (a test holds it). A new command is a new module, named as the command,
+and its line in ``COMMANDS``. Every failure is one line on standard error (``--debug`` adds
+the traceback) and an exit status that says what kind of failure it was
+(``referee/cli/errors.py``, the README).
 """
 
 from __future__ import annotations
