@@ -45,7 +45,7 @@ class Options:
 class Sizes:
     """How big each benchmark is (full run or --quick)."""
 
-    games: int  # the main log: ~108 events a game
+    games: int  # the main log's games (docs/benchmarks.md gives its events)
     sweep_games: int  # the batch-size sweep log
     batch_sizes: tuple[int, ...]
     loads: tuple[tuple[int, float], ...]  # (events/s offered, seconds)

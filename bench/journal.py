@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from referee.contracts.wire import EnvelopeProbe
-from referee.store.rows import JournalRow
+from referee.processing.rows import JournalRow
 
 
 def probe_keys(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import importlib.util
 import json
 import os
@@ -13,11 +14,12 @@ import sysconfig
 import time
 from pathlib import Path
 
-from bench.context import FULL, NOTES, OWNER_AB, QUICK, ROOT, Context, Options, say
+from bench.context import BENCH, FULL, NOTES, OWNER_AB, QUICK, ROOT, Context, Options, say
 from bench.logs import simulate_logs
 from bench.process import imported_from, stop_process
-from bench.report import machine, plots, render, render_ab
+from bench.report import Run, machine, plots, render, render_ab
 from bench.scenarios import SCENARIOS, ab
+from bench.sections.base import Page
 from bench.services import delete_topics, drop_databases, start_service, stop_services
 
 
@@ -42,6 +44,11 @@ async def cleanup(ctx: Context) -> None:
             await delete_topics(ctx)
 
 
+def measured_at() -> str:
+    """Returns now, as the report says when it was measured."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[0:3])
 
@@ -58,8 +65,9 @@ def ab_main(ctx: Context) -> int:
         asyncio.run(cleanup(ctx))
         if not ctx.options.keep_services:
             stop_services(ctx)
-    load_end = load_average()
-    text = render_ab(ctx, info, load_end)
+    page = Page(ctx.sizes, quick=False, img="", kept=BENCH)
+    run = Run(info, load_average(), minutes=0.0, measured_at=measured_at(), commands=[], page=page)
+    text = render_ab(ctx.results, run, ctx.options.rounds)
     output = ctx.options.output or (ctx.work / "ab.md" if ctx.options.quick else OWNER_AB)
     output.write_text(text + "\n", encoding="utf-8")
     (ctx.work / "ab-results.json").write_text(json.dumps(ctx.results, indent=2, default=str))
@@ -70,8 +78,9 @@ def ab_main(ctx: Context) -> int:
 def compile_bytecode() -> None:
     """Compiles the environment's and the referee's bytecode, as the image does at build
     (Dockerfile: UV_COMPILE_BYTECODE=1), so the referee processes timed here start as a
-    deployed one does: with PYTHONDONTWRITEBYTECODE=1 (set on this machine) and no bytecode,
-    every start compiled ~2,100 modules (1.1 s), which a deployed referee never pays."""
+    deployed one does: with PYTHONDONTWRITEBYTECODE=1 and no bytecode, every start compiled
+    every module it imports, which a deployed referee never pays (bench/notes.md,
+    "Bytecode")."""
     targets = [sysconfig.get_paths()["purelib"], str(ROOT / "referee"), str(ROOT / "migrations")]
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", "-j", "0", *targets],
@@ -137,9 +146,10 @@ def main(options: Options) -> int:
     runtime = time.perf_counter() - started
     if NOTES.exists() and not options.quick:
         ctx.results["notes"] = NOTES.read_text(encoding="utf-8").strip().splitlines()
-    plots(ctx, img)
-    img_rel = os.path.relpath(img, output.parent)
-    output.write_text(render(ctx, info, load_end, runtime, img_rel) + "\n", encoding="utf-8")
+    plots(ctx.results, img)
+    page = Page(ctx.sizes, options.quick, os.path.relpath(img, output.parent), BENCH)
+    run = Run(info, load_end, runtime / 60, measured_at(), ctx.commands, page)
+    output.write_text(render(ctx.results, run) + "\n", encoding="utf-8")
     (work / "results.json").write_text(json.dumps(ctx.results, indent=2, default=str))
     say(f"wrote {output} in {runtime / 60:.1f} min")
     return 0

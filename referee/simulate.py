@@ -112,7 +112,7 @@ def simulate(options: SimulationOptions) -> Iterator[tuple[str, bytes]]:
             if index is None:
                 break
             game_rng = random.Random(rng.getrandbits(64))
-            active.append(_game(f"sim-{options.seed}-{index:06d}", game_rng, options))
+            active.append(game_log(f"sim-{options.seed}-{index:06d}", game_rng, options))
         if not active:
             return
         slot = rng.randrange(len(active))
@@ -307,9 +307,10 @@ class _SimulatedGame:
         self.state, _ = judge(self.state, event)
 
 
-def _game(
+def game_log(
     game_id: str, rng: random.Random, options: SimulationOptions
 ) -> Iterator[tuple[str, bytes]]:
+    """Yields (game id, JSON line) for every line of one game, in order."""
     table = _SimulatedGame(game_id, rng, options)
     if options.teams:
         count = rng.choice((4, 4, 6))

@@ -17,9 +17,7 @@ from dataclasses import dataclass, field
 from aiokafka import TopicPartition
 from aiokafka.errors import MessageSizeTooLargeError, ProducerFenced, RecordTooLargeError
 
-from referee.service.tails import Input, Survey, Tail
-from referee.store.outbox_store import OutboxRow
-from referee.store.rows import (
+from referee.processing.rows import (
     DeadLetterRow,
     Fenced,
     GameRevisionRow,
@@ -36,6 +34,8 @@ from referee.store.rows import (
     VerdictRow,
     Written,
 )
+from referee.service.tails import Input, Survey, Tail
+from referee.store.outbox_store import OutboxRow
 
 
 class FakeOutageError(ConnectionError):

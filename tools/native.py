@@ -4,6 +4,10 @@
     python -m tools.native copy DEST      copy this checkout's ``referee`` to DEST, compile there
     python -m tools.native clean [TREE]   remove the compiled modules and their manifest
     python -m tools.native status [TREE]  say which modules are compiled, and whether any is stale
+    python -m tools.native check          say whether this environment can build
+
+The build needs mypyc and setuptools, the ``native`` dependency group, and a C compiler:
+from a clone, ``uv run --group native python -m tools.native build`` (the README's command).
 
 The same ``.py`` files run interpreted or compiled: mypyc compiles the type-annotated code
 (checked by ``mypy --strict`` anyway) to C that calls its own functions and reads its own
@@ -20,11 +24,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -61,6 +67,12 @@ GROUP = "referee._native"
 
 MANIFEST = "referee/_native.json"
 
+TOOLS = ("mypyc", "setuptools")
+"""What the build imports beyond the referee's dependencies: the ``native`` dependency group."""
+
+COMMAND = "uv run --group native python -m tools.native build"
+"""The build from a clone, with its tools (the README's command)."""
+
 # mypy as mypyc needs it: the project's strictness is checked by `mypy` in the suite; here
 # only the types matter (third-party packages without stubs are opaque objects).
 MYPY_CONFIG = "[mypy]\npython_version = 3.11\nignore_missing_imports = True\n"
@@ -85,8 +97,29 @@ def clean(tree: Path) -> int:
     return gone
 
 
+def missing() -> list[str]:
+    """Returns what the build needs that this environment lacks: its Python tools, a C
+    compiler."""
+    lacking = [name for name in TOOLS if importlib.util.find_spec(name) is None]
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        lacking.append(f"a C compiler ({compiler})")
+    return lacking
+
+
+def require_tools() -> None:
+    """Stops with what to do when the build's tools are missing."""
+    lacking = missing()
+    if lacking:
+        raise SystemExit(
+            f"the compiled build needs {', '.join(lacking)}: `{COMMAND}` brings mypyc and "
+            "setuptools (the native dependency group); the C compiler is the system's (gcc)"
+        )
+
+
 def build(tree: Path, jobs: int | None = None) -> dict[str, object]:
     """Compiles ``NATIVE_MODULES`` in place in ``tree``; returns the manifest written."""
+    require_tools()
     import mypy.version
 
     clean(tree)
@@ -180,8 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("build", "clean", "status"):
         sub.add_parser(name).add_argument("tree", nargs="?", type=Path, default=ROOT)
     sub.add_parser("copy").add_argument("dest", type=Path)
+    sub.add_parser("check")
     args = parser.parse_args(argv)
-    if args.command == "build":
+    if args.command == "check":
+        require_tools()
+        print(f"ready to build: {', '.join(TOOLS)} and a C compiler are installed")
+    elif args.command == "build":
         manifest = build(args.tree.resolve())
         sources = manifest["sources"]
         assert isinstance(sources, dict)

@@ -2,9 +2,10 @@
 
 A scenario is a module with one async entry function taking the context; it reads the shared
 logs (``Context.shared_logs``), records its figures under its name in ``Context.results`` and
-the commands it ran with ``Context.note``. ``bench.report`` renders what it finds there. To add
-one: a module here, a line in ``SCENARIOS`` (its name is what ``--only`` selects), and its
-section in ``bench.report``.
+the commands it ran with ``Context.note``. Its section of the report (``bench.sections``) reads
+those results as types and renders them. To add one: a module here, a line in ``SCENARIOS``
+(its name is what ``--only`` selects), and its section (``bench/sections/__init__.py`` says
+how).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from bench.readers import drain_values, wait_for_count
 from bench.scrape import means, snapshot
 from bench.services import fresh_database, fresh_topics, make_topics
 from referee.contracts.wire import EnvelopeProbe
-from referee.store.rows import JOURNAL_COLUMNS
+from referee.processing.rows import JOURNAL_COLUMNS
 from tools.testkit.kafkatools import Topics, keyed_lines, produce
 
 
@@ -134,9 +134,9 @@ async def measure_log(
     produce_eps = len(records) / (time.perf_counter() - started)
     say(f"   produced {len(records)} records at {produce_eps:,.0f}/s")
     # Warm-up, unmeasured. The broker is a JVM started for this benchmark run: its JIT
-    # compiler spends 0.5-1.2 s of CPU in each of the first serve rounds (transactions,
-    # read_committed fetches), on one of two cores, and 0.1-0.4 s from the fifth on
-    # (bench/notes.md); a broker in service has compiled those paths long ago.
+    # compiler spends seconds of CPU in the first serve rounds (transactions, read_committed
+    # fetches), on one of two cores (bench/notes.md, "The broker's JIT compiler"); a broker
+    # in service has compiled those paths long ago.
     for attempt in range(ctx.sizes.e2e_warmups if serial else 0):
         warm_url = await fresh_database(ctx, f"kwarm{attempt}", migrate=True)
         await kafka_ceiling(ctx, warm_url, topics.input, len(records), E2E_BATCH)
@@ -150,7 +150,8 @@ async def measure_log(
         )
         say(f"   warm-up {attempt + 1}: referee serve {warm['eps']:,.0f} events/s (not counted)")
     # The ceiling and the referee alternate, best of ``repeats`` each, as the store replay
-    # and the in-memory replay are measured: one run of either moves by 20% here.
+    # and the in-memory replay are measured: one run of either moves too much on a shared
+    # machine (bench/notes.md).
     ceilings: list[dict[str, Any]] = []
     runs: list[tuple[dict[str, Any], Topics]] = []
     for attempt in range(ctx.sizes.repeats):

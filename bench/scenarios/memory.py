@@ -11,7 +11,7 @@ import asyncpg
 from bench.context import Context, say
 from bench.process import proc_status, start_serve, stop_process, tail
 from bench.services import fresh_database, fresh_topics, make_topics
-from referee.simulate import SimulationOptions, _game
+from referee.simulate import SimulationOptions, game_log
 from tools.testkit.kafkatools import produce
 
 
@@ -22,7 +22,7 @@ def opening_lines(games: int, seed: int) -> list[tuple[bytes, bytes]]:
     out: list[tuple[bytes, bytes]] = []
     for index in range(games):
         game_id = f"mem-{seed}-{index:06d}"
-        it = _game(game_id, random.Random(rng.getrandbits(64)), options)
+        it = game_log(game_id, random.Random(rng.getrandbits(64)), options)
         for _ in range(2):
             _, line = next(it)
             out.append((game_id.encode(), line))

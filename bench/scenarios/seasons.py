@@ -43,7 +43,8 @@ LOAD = 1000
 """The offered load (events/s) of the latency runs."""
 WINDOW = 60.0
 """Seconds measured at ``LOAD``: longer than an archive of the mix's log takes beside ``serve``
-(about 48 s), so the window holds its detach and drop too, not only its writing."""
+(docs/benchmarks.md, section 10b), so the window holds its detach and drop too, not only its
+writing."""
 SUMMARY = re.compile(r"archived (\d+) segment\(s\) \([^)]*\): (\d+) rows, (\d+) files")
 CARRIED = re.compile(
     r"carried into the live partitions: (\d+) states, (\d+) positions, (\d+) prints"

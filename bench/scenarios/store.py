@@ -14,7 +14,7 @@ from bench.journal import ceiling_row
 from bench.process import parse_speed, run_cli
 from bench.services import fresh_database
 from referee.contracts.wire import EnvelopeProbe
-from referee.store.rows import JOURNAL_COLUMNS
+from referee.processing.rows import JOURNAL_COLUMNS
 
 
 async def copy_ceiling_file(url: str, log: Path, batch_size: int) -> tuple[int, float]:
@@ -49,7 +49,8 @@ async def copy_ceiling_file(url: str, log: Path, batch_size: int) -> tuple[int, 
 async def run(ctx: Context) -> None:
     """``referee replay --database`` of the main log into a fresh database, against the raw
     COPY ceiling, alternating (referee, ceiling, referee, ...), best of ``repeats`` each, as
-    the in-memory replay is measured: one run of either moves by 20-30% on this machine."""
+    the in-memory replay is measured: one run of either moves too much on a shared machine
+    (bench/notes.md)."""
     say("2. store replay")
     log = ctx.shared_logs().main
     batch = 2000

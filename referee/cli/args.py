@@ -48,6 +48,37 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+Handler = Callable[[argparse.Namespace], int]
+"""What a command does with its parsed arguments; returns the exit status."""
+
+
+class Commands:
+    """The subcommands of ``referee``: each command module adds its own (``add(commands)``)."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self._sub = parser.add_subparsers(required=True, metavar="COMMAND", dest="command")
+        self._common = Parser(add_help=False)
+        self._common.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show the traceback of a failure",
+        )
+
+    def add(self, name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser:
+        """Returns a new subcommand's parser (``--debug`` and ``--help`` in it), which runs
+        ``handler``."""
+        made: argparse.ArgumentParser = self._sub.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            parents=[self._common],
+            formatter_class=HelpFormatter,
+        )
+        made.set_defaults(handler=handler)
+        return made
+
+
 def integer(low: int | None = None, high: int | None = None, why: str = "") -> Callable[[str], int]:
     """Returns an argument type: an integer in ``low..high`` (either end open if None)."""
 

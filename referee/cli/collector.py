@@ -4,7 +4,7 @@ A batch of the step allocates a few container objects an event (its records, the
 rows, the lists that carry them), nearly all acyclic and short-lived; CPython's default
 thresholds (700, 10, 10) then run ten young collections a 2,000-event batch and, every so
 often, a full collection that walks every game held in the hot cache. Fewer, larger young
-collections cost a quarter less CPU an event (bench/notes.md has the measurement). Reference
+collections cost less CPU an event (bench/notes.md, "The garbage collector"). Reference
 cycles are still collected, only less often; the young generation bounds how many objects
 wait for it.
 """

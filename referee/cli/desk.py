@@ -5,17 +5,17 @@ chooses the database and the view, and writes or serves."""
 from __future__ import annotations
 
 import argparse
-import asyncio
-import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from referee.cli.args import close_output, integer, open_log, open_output
+from referee.cli.args import Commands, close_output, integer, open_log, open_output
 from referee.cli.errors import EXIT_OK, UnavailableError, UsageError
 
 if TYPE_CHECKING:
+    import socket
+
     from referee.contracts.rejection import FileSource
     from referee.desk.page import Words
     from referee.desk.steps import GameSteps
@@ -37,9 +37,11 @@ def add_html_flag(explain: argparse.ArgumentParser) -> None:
     )
 
 
-def add_desk(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+def add(commands: Commands) -> None:
     """Adds ``referee desk``."""
-    desk = command("desk", "serve the store's games as pages to a browser, read only")
+    desk = commands.add(
+        "desk", "serve the store's games as pages to a browser, read only", desk_command
+    )
     where = desk.add_mutually_exclusive_group()
     where.add_argument(
         "--database",
@@ -67,7 +69,6 @@ def add_desk(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
         help="also serve the auditor's view (every hand at every moment); without it only "
         "a spectator's and each player's",
     )
-    desk.set_defaults(handler=desk_command)
 
 
 def words() -> Words:
@@ -125,7 +126,7 @@ def write_page(args: argparse.Namespace, referee: Referee, *, from_store: bool) 
 
 def _records(log: Path | BinaryIO, name: str) -> Iterator[tuple[bytes, FileSource]]:
     from referee.contracts.rejection import FileSource
-    from referee.processing.replay import Records, opened
+    from referee.usecases.replay import Records, opened
 
     stream = opened(log)
     try:
@@ -139,7 +140,7 @@ def _records(log: Path | BinaryIO, name: str) -> Iterator[tuple[bytes, FileSourc
 def _from_store(
     args: argparse.Namespace, game_id: str, reader: object
 ) -> tuple[GameSteps | None, str]:
-    from referee.cli.store_commands import (
+    from referee.cli.database import (
         choose_database,
         reaching,
         require_schema,
@@ -166,12 +167,14 @@ def _from_store(
         return steps_of_rows(rows, game_id, reader, referee, settings.max_event_bytes)
 
     with reaching(db):
+        import asyncio
+
         return asyncio.run(run()), db.shown
 
 
 def desk_command(args: argparse.Namespace) -> int:
     """``referee desk``: serves the pages of the store until stopped (Ctrl-C, SIGTERM)."""
-    from referee.cli.store_commands import (
+    from referee.cli.database import (
         choose_database,
         reaching,
         require_schema,
@@ -224,6 +227,8 @@ def desk_command(args: argparse.Namespace) -> int:
 
     try:
         with reaching(db):
+            import asyncio
+
             asyncio.run(run())
     finally:
         listener.close()
@@ -231,6 +236,8 @@ def desk_command(args: argparse.Namespace) -> int:
 
 
 def _listen(host: str, port: int) -> socket.socket:
+    import socket
+
     """Binds the desk's socket (exit 3 if the port is taken or the address is not ours)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)

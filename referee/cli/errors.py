@@ -43,11 +43,3 @@ class UnavailableError(CommandError):
     """A dependency (PostgreSQL, Kafka, a port, the embedded extra) is not there."""
 
     code = EXIT_UNAVAILABLE
-
-
-class ReportedError(CommandError):
-    """A failure already reported (a JSON log line of ``serve``): only its exit status."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__("")
-        self.code = code

@@ -8,35 +8,86 @@ reads a log and as ``audit`` reads the store, and judged by the same referee.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from referee.cli.args import close_output, open_log, open_output
-from referee.cli.errors import EXIT_OK, UsageError
-from referee.contracts.explanation import explanation_wire
-from referee.contracts.rejection import FileSource
-from referee.contracts.verdicts import encode_canonical
-from referee.domain.secrecy import SPECTATOR, viewer
-from referee.processing.explanations import (
-    Chapter,
-    Explained,
-    Explainer,
-    Request,
-    explain_records,
+from referee.cli.args import Commands, close_output, integer, open_log, open_output, rules_revision
+from referee.cli.database import (
+    Database,
+    choose_database,
+    engine_of,
+    reaching,
+    require_schema,
+    settings_or_exit,
 )
-from referee.processing.outcome import Outcome
-from referee.processing.referee import Referee
+from referee.cli.desk import add_html_flag
+from referee.cli.errors import EXIT_OK, UsageError
+from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES
+from referee.service.limits import MAX_EVENT_BYTES_CAP
 
-if TYPE_CHECKING:  # the store's modules load only for --database/--embedded
-    from referee.cli.store_commands import Database
+if TYPE_CHECKING:  # the explanations' modules load when it runs; the store's for a store only
+    from referee.contracts.rejection import FileSource
     from referee.service.settings import Settings
+    from referee.usecases.explanations import Chapter, Explainer, Request
 
 
-def explain(args: argparse.Namespace) -> int:
-    """``referee explain LOG`` or ``referee explain --database [URL]``."""
+def add(commands: Commands) -> None:
+    """Adds ``referee explain``."""
+    parser = commands.add(
+        "explain", "the evidence behind every verdict, with the rule it applies", run
+    )
+    parser.add_argument(
+        "log", nargs="?", metavar="LOG", help="the event log (- for stdin); or --database"
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--database",
+        nargs="?",
+        const="",
+        metavar="URL",
+        help="explain the store's journal, read as audit reads it (without a URL: "
+        "$REFEREE_DATABASE_URL)",
+    )
+    where.add_argument("--embedded", action="store_true", help="the embedded PostgreSQL's journal")
+    parser.add_argument("--game", metavar="ID", help="only this game")
+    parser.add_argument(
+        "--seq", type=integer(1), metavar="N", help="only the verdicts of this event (with --game)"
+    )
+    parser.add_argument(
+        "--as",
+        dest="reader",
+        metavar="WHO",
+        help="a player's view (their own hand; every hand once a round is over) or "
+        "'spectator' (no hand before its round ends); default: the auditor's, every hand",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON object a verdict (schemas/Explanation)"
+    )
+    parser.add_argument("--output", type=Path, help="default: stdout")
+    parser.add_argument(
+        "--max-event-bytes",
+        type=integer(1, MAX_EVENT_BYTES_CAP, "64 MiB"),
+        default=DEFAULT_MAX_EVENT_BYTES,
+        help="size limit per event, as the log was replayed with",
+    )
+    parser.add_argument(
+        "--rules-revision",
+        type=rules_revision,
+        metavar="N",
+        help="the rules revision a LOG's games are judged under, as it was replayed with "
+        "(default: the newest; from a store, each game's own)",
+    )
+    add_html_flag(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Explains every verdict of a LOG, or of the store's journal (``--database``)."""
+    from referee.domain.secrecy import viewer
+    from referee.processing.referee import Referee
+    from referee.usecases.explanations import Explainer, Request, explain_records
+
     if args.seq is not None and args.game is None:
         raise UsageError("--seq N needs --game ID: a seq is a place in one game's stream")
     database = args.database
@@ -68,8 +119,6 @@ def explain(args: argparse.Namespace) -> int:
 
         return write_page(args, explainer.referee, from_store=from_store)
     if from_store:
-        from referee.cli.store_commands import choose_database, settings_or_exit
-
         settings = settings_or_exit()
         db = choose_database(args.database or None, embedded=args.embedded, settings=settings)
         where = db.shown
@@ -87,19 +136,20 @@ def explain(args: argparse.Namespace) -> int:
         writer.close()
     finally:
         close_output(out)
-    _check_found(explainer, request, where)
+    check_found(explainer, request, where)
     return EXIT_OK
 
 
 def _from_store(db: Database, settings: Settings, explainer: Explainer, writer: _Writer) -> None:
     """Explains the store's journal, read as ``audit`` reads it (exit 3 if unreachable)."""
-    from referee.cli.store_commands import reaching, require_schema
-    from referee.processing.explanations import explain_store
-    from referee.store.database import check_reachable, create_engine
-    from referee.store.views import StoreViews
+    import asyncio
 
-    async def run() -> None:
-        engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
+    from referee.store.database import check_reachable
+    from referee.store.views import StoreViews
+    from referee.usecases.explanations import explain_store
+
+    async def work() -> None:
+        engine = engine_of(db, settings)
         try:
             await check_reachable(engine)
             await require_schema(engine, db, "explains")
@@ -110,11 +160,12 @@ def _from_store(db: Database, settings: Settings, explainer: Explainer, writer: 
             await engine.dispose()
 
     with reaching(db):
-        asyncio.run(run())
+        asyncio.run(work())
 
 
 def _records(log: Path | BinaryIO, name: str) -> Iterator[tuple[bytes, FileSource]]:
-    from referee.processing.replay import Records, opened
+    from referee.contracts.rejection import FileSource
+    from referee.usecases.replay import Records, opened
 
     stream = opened(log)
     try:
@@ -136,8 +187,13 @@ class _Writer:
         self.stories: dict[str, list[str]] = {}
 
     def write(self, chapter: Chapter) -> None:
+        from referee.usecases.explanations import Explained
+
         if self.json:
             if isinstance(chapter, Explained):
+                from referee.contracts.explanation import explanation_wire
+                from referee.contracts.verdicts import encode_canonical
+
                 wire = explanation_wire(
                     chapter.verdict,
                     chapter.evidence,
@@ -162,9 +218,12 @@ class _Writer:
             self._flush(game_id)
 
 
-def _check_found(explainer: Explainer, request: Request, where: str) -> None:
+def check_found(explainer: Explainer, request: Request, where: str) -> None:
     """Fails (exit 2) when what was asked for is not there; says so when an event asked for
     gave no verdict."""
+    from referee.domain.secrecy import SPECTATOR
+    from referee.processing.outcome import Outcome
+
     game = request.game_id
     reader = request.reader
     if game is not None and explainer.last_seq(game) is None:

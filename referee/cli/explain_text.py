@@ -1,7 +1,7 @@
 """``referee explain`` as text for people: the story of a game, the board, the evidence in words.
 
 Everything rendered here comes from chapters already fit for their reader
-(``processing/explanations.py``): this module only words them.
+(``usecases/explanations.py``): this module only words them.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from referee.domain.evidence import (
 from referee.domain.layout import Layout
 from referee.domain.tiles import Tile, format_tile
 from referee.domain.trains import Trains
-from referee.processing.explanations import Chapter, Dealt, Explained, Opened
+from referee.usecases.explanations import Chapter, Dealt, Explained, Opened
 
 INDENT = "    "
 

@@ -11,21 +11,24 @@ earlier events waiting behind later ones.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from referee.cli.errors import EXIT_DIFFERENCE, EXIT_OK, UnavailableError
-from referee.cli.store_commands import (
+from referee.cli.args import Commands
+from referee.cli.database import (
     Database,
     choose_database,
+    database_flags,
+    engine_of,
     probe_schema,
     reaching,
     settings_or_exit,
 )
-from referee.service.settings import Settings
-from referee.store.database import create_engine
-from referee.store.outbox_store import PostgresOutboxStore
+from referee.cli.errors import EXIT_DIFFERENCE, EXIT_OK, UnavailableError
+
+if TYPE_CHECKING:
+    from referee.service.settings import Settings
 
 
 @dataclass(slots=True)
@@ -62,9 +65,35 @@ class PartitionsReport:
         return lines
 
 
-def partitions(args: argparse.Namespace) -> int:
+def add(commands: Commands) -> None:
+    """Adds ``referee partitions``."""
+    partitions = commands.add(
+        "partitions",
+        "the input topic's partitions in Kafka and in the store; --accept records a new count",
+        run,
+    )
+    database_flags(partitions)
+    partitions.add_argument(
+        "--accept",
+        action="store_true",
+        help="record the input topic's partition count (after partitions were added), once "
+        "every record of the old partitions is processed (docs/runbook.md)",
+    )
+    partitions.add_argument(
+        "--accept-gap",
+        type=int,
+        metavar="P",
+        help="accept that input partition P's records between its stored position and the "
+        "oldest Kafka still holds are lost (deleted before the referee processed them): a "
+        "refused partition goes on from there (docs/runbook.md, 'A partition refused')",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     """Prints the partitions' state; with ``--accept``, records the input topic's count; with
     ``--accept-gap P``, accepts that partition P's missing input is lost."""
+    import asyncio
+
     settings = settings_or_exit()
     db = choose_database(args.database, embedded=args.embedded, settings=settings)
     probe_schema(db, settings, "reads")
@@ -118,10 +147,11 @@ async def _report(db: Database, settings: Settings) -> PartitionsReport:
 
     from referee.service.kafka_options import consumer_options, kafka_security
     from referee.service.tails import partition_counts
+    from referee.store.outbox_store import PostgresOutboxStore
 
     options = consumer_options(settings, kafka_security(settings))
     topics = [settings.input_topic, settings.verdict_topic, settings.dlq_topic]
-    engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
+    engine = engine_of(db, settings)
     try:
         store = PostgresOutboxStore(engine)
         recorded = await store.input_partitions(settings.group_id, settings.input_topic)
@@ -155,6 +185,7 @@ async def _accept_gap(db: Database, settings: Settings, partition: int) -> str:
     from aiokafka.errors import KafkaError
 
     from referee.service.kafka_options import consumer_options, kafka_security
+    from referee.store.outbox_store import PostgresOutboxStore
 
     options = consumer_options(settings, kafka_security(settings))
     tp = TopicPartition(settings.input_topic, partition)
@@ -162,14 +193,14 @@ async def _accept_gap(db: Database, settings: Settings, partition: int) -> str:
         consumer = AIOKafkaConsumer(enable_auto_commit=False, group_id=None, **options)
         await consumer.start()
         try:
-            start = (await consumer.beginning_offsets([tp]))[tp]
+            start: int = (await consumer.beginning_offsets([tp]))[tp]
         finally:
             await consumer.stop()
     except KafkaError as kafka:
         raise UnavailableError(
             f"Kafka at {settings.kafka_bootstrap_servers}: {type(kafka).__name__}: {kafka}"
         ) from kafka
-    engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
+    engine = engine_of(db, settings)
     try:
         store = PostgresOutboxStore(engine)
         stored = await store.stored_position(settings.group_id, settings.input_topic, partition)
@@ -190,7 +221,9 @@ async def _accept_gap(db: Database, settings: Settings, partition: int) -> str:
 
 
 async def _record(db: Database, settings: Settings, count: int) -> None:
-    engine = create_engine(db.url, settings.db_pool_size, settings.db_max_overflow)
+    from referee.store.outbox_store import PostgresOutboxStore
+
+    engine = engine_of(db, settings)
     try:
         store = PostgresOutboxStore(engine)
         await store.record_input_partitions(settings.group_id, settings.input_topic, count)

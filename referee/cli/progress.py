@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from referee.processing.replay import ReplayReport
+    from referee.usecases.replay import ReplayReport
 
 WIDTH = 24
 MIB = 1024 * 1024

@@ -8,37 +8,56 @@ revision than this referee's migrations, or the HTTP port taken (exit 3).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import errno
-import logging
+from typing import TYPE_CHECKING
 
-from aiokafka.errors import KafkaConnectionError, KafkaError
-
-from referee.cli.collector import tune
-from referee.cli.errors import EXIT_OK, UnavailableError
-from referee.cli.store_commands import (
-    _migrate_to_newest,
+from referee.cli.args import Commands
+from referee.cli.database import (
     choose_database,
+    database_flags,
+    engine_of,
+    migrate_to_newest,
     probe_schema,
     reaching,
     settings_or_exit,
 )
-from referee.service.logs import configure_logging
-from referee.service.settings import Settings
-from referee.store.database import create_engine
+from referee.cli.errors import EXIT_OK, UnavailableError
+
+if TYPE_CHECKING:  # Kafka's and the service's modules load when it runs
+    from aiokafka.errors import KafkaError
+
+    from referee.service.settings import Settings
 
 BIND_FAILURES = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
 
 
-def serve(args: argparse.Namespace) -> int:
+def add(commands: Commands) -> None:
+    """Adds ``referee serve``: its failures are JSON log lines, as its logs are."""
+    serve = commands.add("serve", "run the live referee on Kafka (see README)", run)
+    serve.add_argument(
+        "--migrate", action="store_true", help="upgrade the database schema before starting"
+    )
+    database_flags(serve)
+    serve.set_defaults(json_errors=True)
+
+
+def run(args: argparse.Namespace) -> int:
     """Runs the live referee until SIGTERM or SIGINT; finishes the batch in hand first."""
+    import asyncio
+    import logging
+
+    from aiokafka.errors import KafkaError
+
+    from referee.cli.collector import tune
+    from referee.service.logs import configure_logging
+
     settings = settings_or_exit()
     configure_logging(settings.log_level)
     log = logging.getLogger("referee.serve")
     db = choose_database(args.database, embedded=args.embedded, settings=settings)
     if args.migrate:
-        _migrate_to_newest(db, settings)
+        migrate_to_newest(db, settings)
     else:
         probe_schema(db, settings, "serves")
     asyncio.run(_probe_kafka(settings))
@@ -56,10 +75,8 @@ def serve(args: argparse.Namespace) -> int:
     from referee.service.app import build
     from referee.service.takeover import TopicsRefused
 
-    async def run() -> None:
-        engine = create_engine(
-            db.url, settings.db_pool_size, settings.db_max_overflow, settings.session_limits
-        )
+    async def work() -> None:
+        engine = engine_of(db, settings, settings.session_limits)
         built = build(settings, engine)
         app, ops = built.app, built.ops
         tune()
@@ -78,7 +95,7 @@ def serve(args: argparse.Namespace) -> int:
             await engine.dispose()
 
     with reaching(db):
-        asyncio.run(run())
+        asyncio.run(work())
     return EXIT_OK
 
 
@@ -95,7 +112,10 @@ def _port_unavailable(settings: Settings, bind: OSError) -> Exception:
 async def _probe_kafka(settings: Settings) -> None:
     """Bootstraps a bare client once, so that an unreachable Kafka fails before anything
     starts (and aiokafka's own error lines do not repeat ours)."""
+    import logging
+
     from aiokafka.client import AIOKafkaClient
+    from aiokafka.errors import KafkaError
 
     from referee.service.kafka_options import consumer_options, kafka_security
 
@@ -113,6 +133,8 @@ async def _probe_kafka(settings: Settings) -> None:
 
 
 def _kafka_unavailable(settings: Settings, kafka: KafkaError) -> UnavailableError:
+    from aiokafka.errors import KafkaConnectionError
+
     if isinstance(kafka, KafkaConnectionError):  # its text lists resolved socket addresses
         what = "no broker could be reached"
     else:

@@ -4,15 +4,15 @@ service's settings), by ``processing/topics_audit.py``."""
 from __future__ import annotations
 
 from referee.cli.errors import UnavailableError
-from referee.processing.topics_audit import (
+from referee.service.settings import Settings
+from referee.store.database import create_engine
+from referee.store.outbox_store import PostgresOutboxStore
+from referee.usecases.topics_audit import (
     PublishedRecord,
     StoredRow,
     TopicsReport,
     compare_outbox,
 )
-from referee.service.settings import Settings
-from referee.store.database import create_engine
-from referee.store.outbox_store import PostgresOutboxStore
 
 
 async def audit_topics(url: str, settings: Settings) -> TopicsReport:

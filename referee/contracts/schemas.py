@@ -86,7 +86,7 @@ def _class_def(cls: type) -> ast.ClassDef:
     the file rather than by ``inspect.getsource``, which finds no source for a class of a
     compiled module (tools/native.py; the ``.py`` stays beside its ``.so``)."""
     # from the top package's file: a compiled module imported by another one of its build
-    # reports a wrong ``__file__`` (mypyc 2.4)
+    # reports a wrong ``__file__`` (docs/design.md, "The compiled build")
     top, *inner = cls.__module__.split(".")
     package = sys.modules[top].__file__
     assert package is not None

@@ -87,9 +87,9 @@ _TILES: dict[int, msgspec.Raw] = {}
 _Fixed = tuple[tuple[str, ...], Rules, Teams, msgspec.Raw, msgspec.Raw, msgspec.Raw | None]
 _FIXED: dict[int, _Fixed] = {}
 _REMEMBERED = 4096
-"""Entries each cache keeps before it starts over: a bound on memory (~1-2 MB each), above
-the games and hands a few live batches touch (a peak-memory run of 100,000 games opened and
-never touched again gains nothing from them)."""
+"""Entries each cache keeps before it starts over: a bound on memory (docs/design.md,
+"Performance choices"), above the games and hands a few live batches touch (games opened and
+never touched again gain nothing from them)."""
 
 
 def _tiles_json(mask: int) -> msgspec.Raw:

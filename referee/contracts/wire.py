@@ -55,7 +55,8 @@ GameId = Annotated[
         min_length=1,
         max_length=128,
         # In the schema, but checked by ``parse_event`` rather than the decoder: a game id
-        # recurs in every event of its game, and a regex per event cost 30% of decoding.
+        # recurs in every event of its game, and a regex per event was a large share of
+        # decoding (docs/design.md, "Performance choices").
         extra_json_schema={"pattern": GAME_ID_PATTERN},
         description="The game (a table, a match): 1 to 128 of A-Z a-z 0-9 . _ : -. Every "
         "event of a game carries it, and it is the Kafka key of the game's records.",
@@ -143,8 +144,8 @@ _shared_rules: dict[tuple[object, ...], Rules] = {}
 def shared_rules(rules: Rules) -> Rules:
     """Returns the one shared object equal to ``rules`` (``rules`` itself the first time).
 
-    Rules are immutable, so games of equal rules may hold one object: 100,000 open games of
-    one rule set hold one ``Rules`` rather than 100,000 (docs/benchmarks.md, "Peak memory").
+    Rules are immutable, so games of equal rules may hold one object: the open games of one
+    rule set hold one ``Rules`` rather than one each (docs/benchmarks.md, "Peak memory").
     The table is bounded: once ``SHARED_RULES_LIMIT`` rule sets are kept, others are returned
     as they are, so a stream of ever-different rules costs a lookup each and no memory.
     """

@@ -29,7 +29,7 @@ from referee.domain.evidence import (
     TurnFacts,
 )
 from referee.domain.tiles import Tile
-from referee.processing.explanations import Explained, Opened
+from referee.usecases.explanations import Explained, Opened
 
 
 class Words(NamedTuple):

@@ -26,7 +26,8 @@ from referee.domain.secrecy import Viewer
 from referee.domain.state import GameState
 from referee.domain.tiles import Tile, sorted_tiles
 from referee.domain.trains import Trains
-from referee.processing.explanations import (
+from referee.processing.referee import Referee
+from referee.usecases.explanations import (
     Dealt,
     Explained,
     Explainer,
@@ -34,7 +35,6 @@ from referee.processing.explanations import (
     Request,
     told,
 )
-from referee.processing.referee import Referee
 
 if TYPE_CHECKING:  # the store's modules load only for a store
     from referee.store.game_views import GameViews, JournalRow
@@ -135,7 +135,7 @@ def steps_of_rows(
     row under the size limit it was judged under; ``referee`` pinned to the game's revision
     (``pinned``)."""
     from referee.domain.errors import RejectionReason
-    from referee.processing.audit import source_of
+    from referee.usecases.audit import source_of
 
     folding = _Folding(Explainer(Request(game_id, None, reader), referee), game_id)
     for row in rows:
@@ -151,7 +151,7 @@ def steps_of_rows(
 def pinned(game_id: str, revision: int | None, max_event_bytes: int) -> Referee:
     """Returns a referee that judges ``game_id`` under its stored rules revision (``None``:
     the game has no row, it started before revisions were recorded)."""
-    from referee.processing.audit import UNRECORDED_REVISION
+    from referee.usecases.audit import UNRECORDED_REVISION
 
     referee = Referee(max_event_bytes)
     referee.pin({} if revision is None else {game_id: revision}, UNRECORDED_REVISION)

@@ -52,9 +52,9 @@ Judgement = tuple[GameState, tuple[Verdict, ...]]
 
 NO_VERDICTS: tuple[Verdict, ...] = ()
 
-# Hot-path constants. Reading a member off an enum class costs 100-200 ns in CPython 3.11 (the
-# metaclass makes it a slow attribute lookup), several times a module global; the judge reads
-# these on nearly every event.
+# Hot-path constants: reading a member off an enum class is a slow attribute lookup (its
+# metaclass's), a module global a fast one, and the judge reads these on nearly every event
+# (docs/design.md, "Performance choices").
 _FULL_ROUND = BlockConfirmation.FULL_ROUND
 _NO_DRAW = DrawRule.NONE
 _DRAW_ONCE = DrawRule.ONCE

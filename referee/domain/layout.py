@@ -30,7 +30,7 @@ class Restart(Enum):
 
 CONTINUE = Restart.CONTINUE
 """``Restart.CONTINUE`` as a module global: the judge and the chain read it on every pass, and
-a member read off its enum class costs 100-200 ns in CPython 3.11 (a global about 10)."""
+a member read off its enum class is a slow lookup (docs/design.md, "Performance choices")."""
 
 
 class Place(NamedTuple):

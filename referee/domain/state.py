@@ -107,8 +107,9 @@ def round_state(
 ) -> RoundState:
     """Returns the round of these fields, exactly as ``RoundState(...)`` would.
 
-    It skips the named tuple's generated ``__new__``, which costs as much again as the tuple
-    (the judge builds a round per event); a test holds it to the plain constructor.
+    It skips the named tuple's generated ``__new__``, a Python-level call (the judge builds a
+    round per event: docs/design.md, "Performance choices"); a test holds it to the plain
+    constructor.
     """
     return _new(
         RoundState, (round_number, hand_masks, boneyard_mask, layout, turn, drew, chain, ended)
@@ -152,10 +153,6 @@ class GameState(NamedTuple):
         return game_state(
             self.players, self.rules, self.seats, self.teams, scores, rnd, self.winner
         )
-
-    def next_seat(self, seat: int) -> int:
-        """Returns the seat after ``seat`` in the order of play."""
-        return (seat + 1) % len(self.players)
 
 
 def game_state(

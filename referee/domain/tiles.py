@@ -83,7 +83,8 @@ bit_of: Callable[[tuple[int, int]], TileMask] = BIT.__getitem__
 
 It is the table's own ``__getitem__`` (a C call; the ``__missing__`` of a miss answers 0):
 the judge looks a tile up on every play and draw, and a Python function around
-``BIT.get(t, 0)`` costs twice as much. A property test holds it to ``BIT.get(t, 0)``.
+``BIT.get(t, 0)`` costs more (docs/design.md, "Performance choices"). A property test holds
+it to ``BIT.get(t, 0)``.
 """
 
 
@@ -124,7 +125,7 @@ def sorted_tiles(mask: TileMask) -> list[Tile]:
 
 def _listed(mask: TileMask) -> list[Tile]:
     """Returns the tiles of a mask in bit order, a byte at a time (the store encodes every
-    hand and boneyard of a batch's games; a bit at a time cost twice as much)."""
+    hand and boneyard of a batch's games: docs/design.md, "Performance choices")."""
     listed: list[Tile] = []
     for k, byte in enumerate(mask.to_bytes((mask.bit_length() + 7) // 8, "little")):
         if byte:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from referee.store.rows import Reserved
+from referee.processing.rows import Reserved
 
 BLOCK = 1_000
 """Numbers of each kind reserved at a time, at least: a small live batch then reads nothing

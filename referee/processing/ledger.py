@@ -4,9 +4,8 @@ Two kinds of bytes travel here, and their types keep them apart: a ``RawRecord``
 record exactly as received; a ``Fingerprint`` is the 16-byte digest of a record's content.
 A place in a game is kept as either (``Taken``): the raw bytes of the valid event that took
 it (they exist already; its fingerprint is derived only when a comparison needs it), or a
-fingerprint (for unparsed records, for places loaded from the store, for the events the
-store's step fingerprints as it judges them, and once the store has computed the fingerprint
-anyway).
+fingerprint (for unparsed records, for places loaded from the store, and for every event the
+store's step judges: it fingerprints each as it judges it, ``Referee.eager_prints``).
 """
 
 from __future__ import annotations
@@ -100,14 +99,3 @@ class GameLedger:
         self.by_seq[seq] = fp
         if event_id is not None:
             self.by_event_id.setdefault(event_id, fp)
-
-    def settle(self, seq: int, event_id: str | None, raw: bytes, fp: Fingerprint) -> None:
-        """Keeps the fingerprint ``fp`` where the record ``raw`` took a place, not its bytes.
-
-        The store computes every fingerprint for its journal; a long-lived cache of games
-        then holds 16 bytes a place rather than a whole record.
-        """
-        if self.by_seq.get(seq) is raw:
-            self.by_seq[seq] = fp
-        if event_id is not None and self.by_event_id.get(event_id) is raw:
-            self.by_event_id[event_id] = fp

@@ -1,5 +1,5 @@
 """What the processing step needs of a store (a port): the PostgreSQL store implements it,
-and the unit tests' in-memory fake does too.
+and the unit tests' in-memory fake does too. The port's types are in ``rows.py``.
 
 The step depends on these protocols only, so its delicate parts (fencing, eviction, the
 cache, the quarantine) can be tested in milliseconds without a server, beside the tests on
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from referee.store.rows import Fenced, Reserved, StepRows, StoredGame, StoredPrint, Written
+from referee.processing.rows import Fenced, Reserved, StepRows, StoredGame, StoredPrint, Written
 
 
 class StepReads(Protocol):

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from referee.contracts.rejection import Source
 from referee.processing.outcome import Processed
-from referee.store.rows import DeadLetterRow, StepRows, VerdictRow
+from referee.processing.rows import DeadLetterRow, StepRows, VerdictRow
 
 Partition = tuple[str, int]
 """An input partition: (topic, partition number)."""

@@ -38,7 +38,7 @@ MAX_DETAIL = 1000
 
 
 # from the package's own file: ``__file__`` of a compiled module imported by another one of
-# its build is wrong (mypyc 2.4; tools/native.py)
+# its build is wrong (docs/design.md, "The compiled build")
 # (the package is imported before any of its modules)
 _PACKAGE_ROOT = str(Path(str(sys.modules["referee"].__file__)).resolve().parents[1]) + os.sep
 
@@ -83,7 +83,7 @@ class Referee:
         self.games: dict[str, GameLedger] = {}
         self.tally = Tally()
         self.eager_prints = eager_prints
-        """Whether the next event of a known game is fingerprinted as it is judged, its
+        """Whether a valid event that takes a place is fingerprinted as it is judged, its
         fingerprint kept in its ledger and its outcome (the store's step: the journal needs
         every record's fingerprint, and a long-lived cache then holds 16 bytes a place);
         else its raw bytes are kept, fingerprinted only if a comparison needs them (the
@@ -190,9 +190,7 @@ class Referee:
         try:
             state, verdicts = ledger.judge(ledger.state, event.to_domain())
         except InvalidInput as exc:
-            rejected = self._reject(raw, source, event, exc.reason, exc.detail, took_place=True)
-            ledger.take(seq, event_id, raw)
-            return rejected
+            return self._refused_in_place(raw, source, event, exc, ledger)
         content: InputEvent | Fingerprint = event
         taken: Taken = raw
         if self.eager_prints:
@@ -227,18 +225,18 @@ class Referee:
         if problem is not None:
             reason, detail = problem
             return self._reject(raw, source, event, reason, detail, took_place=False)
-        if known is not None:
-            rejected = self._reject(
+        if known is not None and ledger is not None:  # (a known event id: a known game)
+            kept, content = self._kept(raw, event)
+            ledger.take(seq, None, kept)  # the place is taken; the event id stays its first's
+            return self._reject(
                 raw,
                 source,
                 event,
                 RejectionReason.SEQ_CONFLICT,
                 f"event_id {event_id!r} was already used by a different event",
-                took_place=ledger is not None,
+                took_place=True,
+                content=content,
             )
-            if ledger is not None:
-                ledger.take(seq, None, raw)
-            return rejected
         if ledger is None:  # a GameStarted: the game is pinned to its revision here
             number = self.pinned.get(game_id, self.rules_revision)
             judge = judge_of(number)
@@ -247,25 +245,47 @@ class Referee:
         try:
             state, verdicts = judge(None if ledger is None else ledger.state, event.to_domain())
         except InvalidInput as exc:
-            rejected = self._reject(
-                raw, source, event, exc.reason, exc.detail, took_place=ledger is not None
-            )
-            if ledger is not None:
-                ledger.take(seq, event_id, raw)
-            return rejected
+            if ledger is None:
+                return self._reject(raw, source, event, exc.reason, exc.detail, took_place=False)
+            return self._refused_in_place(raw, source, event, exc, ledger)
+        kept, content = self._kept(raw, event)
         if verdicts:
-            result = self._verdicts(event, verdicts, event)
+            result = self._verdicts(event, verdicts, content)
         else:
             kind = _KIND[type(event)]
             result = Processed(
-                Outcome.APPLIED, game_id, seq, event_id, kind, event, took_place=True
+                Outcome.APPLIED, game_id, seq, event_id, kind, content, took_place=True
             )
         if ledger is None:
             ledger = self.games[game_id] = GameLedger(state, 0, rules_revision=number, judge=judge)
         else:
             ledger.state = state
-        ledger.take(seq, event_id, raw)
+        ledger.take(seq, event_id, kept)
         return result
+
+    def _kept(self, raw: RawRecord, event: InputEvent) -> tuple[Taken, InputEvent | Fingerprint]:
+        """What a ledger keeps of a valid event that takes a place, and its outcome's content:
+        its fingerprint for both when prints are eager, else its raw bytes and the event."""
+        if self.eager_prints:
+            fp = event_print(event)
+            return fp, fp
+        return raw, event
+
+    def _refused_in_place(
+        self,
+        raw: RawRecord,
+        source: Source,
+        event: InputEvent,
+        refused: InvalidInput,
+        ledger: GameLedger,
+    ) -> Processed:
+        """Rejects a valid event the judge refused at the next place of its game: it takes
+        the place, and the game's state stays as it was."""
+        kept, content = self._kept(raw, event)
+        ledger.take(event.seq, event.event_id, kept)
+        return self._reject(
+            raw, source, event, refused.reason, refused.detail, took_place=True, content=content
+        )
 
     @staticmethod
     def _verdicts(
@@ -333,7 +353,10 @@ class Referee:
         detail: str,
         *,
         took_place: bool,
+        content: InputEvent | Fingerprint | None = None,
     ) -> Processed:
+        """Rejects a valid event; ``content`` is its fingerprint when it took a place under
+        eager prints (else the event)."""
         rejection = rejection_of(
             raw, source, reason, detail, event.game_id, event.seq, event.event_id
         )
@@ -343,7 +366,7 @@ class Referee:
             event.seq,
             event.event_id,
             _KIND[type(event)],
-            event,
+            event if content is None else content,
             took_place,
             (),
             rejection,

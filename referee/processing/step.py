@@ -24,7 +24,7 @@ from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed
 from referee.contracts.state_codec import decode_state
 from referee.contracts.wire import InputEvent
 from referee.domain.revisions import NEWEST, judge_of
-from referee.processing import appends
+from referee.processing import slices
 from referee.processing.appends import build_rows, outbox_counts
 from referee.processing.cache import GameCache
 from referee.processing.ids import IdPool
@@ -41,7 +41,7 @@ from referee.processing.records import (
     chunks_of,
 )
 from referee.processing.referee import Referee
-from referee.store.rows import Fenced, StepRows, Written
+from referee.processing.rows import Fenced, StepRows, Written
 
 __all__ = ["InputRecord", "PositionMoved", "ProcessingStep", "StepResult"]
 
@@ -340,12 +340,12 @@ class ProcessingStep:
         parsed: list[InputEvent | Unparsed] = []
         parse = referee.parse
         clock = time.perf_counter
-        slice_end = decoding + appends.YIELD_AFTER
+        slice_end = decoding + slices.YIELD_AFTER
         for r in fresh:
             parsed.append(parse(r.raw))
             if clock() > slice_end:
                 await asyncio.sleep(0)
-                slice_end = clock() + appends.YIELD_AFTER
+                slice_end = clock() + slices.YIELD_AFTER
         self.observe("decode", clock() - decoding)
         placed = {
             g: (r.topic, r.partition)
@@ -361,12 +361,12 @@ class ProcessingStep:
             loaded = time.perf_counter()
             processed = result.processed
             apply = referee.apply
-            slice_end = clock() + appends.YIELD_AFTER
+            slice_end = clock() + slices.YIELD_AFTER
             for record, event in zip(fresh, parsed, strict=True):
                 processed.append((record, apply(record.raw, record.source, event)))
                 if clock() > slice_end:
                     await asyncio.sleep(0)
-                    slice_end = clock() + appends.YIELD_AFTER
+                    slice_end = clock() + slices.YIELD_AFTER
             judged = time.perf_counter()
             rows = await self._rows(processed)
             self.observe("load", loaded - started)

@@ -47,6 +47,7 @@ from typing import NamedTuple, Protocol
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from referee.processing.records import PositionMoved
+from referee.processing.rows import Taken, Term
 from referee.processing.step import ProcessingStep
 from referee.service.legacy import legacy_transactional_ids
 from referee.service.metrics import Metrics
@@ -56,7 +57,6 @@ from referee.service.retry import Backoff, retrying
 from referee.service.tails import Input, Survey
 from referee.service.takeover import Judged, Preflight
 from referee.store.errors import is_outage
-from referee.store.rows import Taken, Term
 
 log = logging.getLogger("referee.partitions")
 

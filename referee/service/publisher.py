@@ -46,11 +46,11 @@ from aiokafka.errors import (
 )
 
 from referee.processing.records import OutboxChunk
+from referee.processing.rows import Term
 from referee.service.metrics import Metrics
 from referee.service.retry import Backoff
 from referee.service.tails import CAUSE_HEADER, POSITION_HEADER, Survey, Tail
 from referee.store.outbox_store import OutboxRow
-from referee.store.rows import Term
 
 log = logging.getLogger("referee.publisher")
 

@@ -47,8 +47,8 @@ SERVER_SETTINGS = {"jit": "off"}
 """Set on every connection. The referee's statements are short lookups and writes: the JIT
 compiles a statement when its estimated cost is high, which an unanalyzed partition's
 estimates make it (a fresh journal partition before autovacuum's first ANALYZE), and then
-spends 400-500 ms compiling a lookup that runs in 2 (docs/store.md, "Lookups that do not
-depend on statistics")."""
+compiles for far longer than the lookup runs (docs/store.md, "Lookups that do not depend on
+statistics")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,8 +317,9 @@ def _revisions() -> dict[str, str | None]:
     """Each migration's revision and the one it follows, read from the files' assignments.
 
     ``serve`` and ``audit`` check the schema's revision at every start; Alembic's own scan
-    imports Alembic and every migration module (~0.1 s of a 0.6 s start here), for two
-    identifiers per file. A test holds this to Alembic's ``ScriptDirectory``.
+    imports Alembic and every migration module (a sixth of a start: docs/design.md,
+    "Performance choices") for two identifiers per file. A test holds this to Alembic's
+    ``ScriptDirectory``.
     """
     found: dict[str, str | None] = {}
     for path in sorted((MIGRATIONS / "versions").glob("*.py")):
@@ -341,7 +342,8 @@ def embedded_url(data_dir: Path) -> str:
 
     The server is PyPI's ``pgserver``: real PostgreSQL binaries shipped in a wheel, listening
     on a Unix socket in the data directory. It stops when this process exits. It is the
-    optional extra ``referee[embedded]`` (34 MB of binaries the service image does without):
+    optional extra ``referee[embedded]`` (binaries the service image does without,
+    docs/dependencies.md):
     without it this raises :class:`EmbeddedPostgresMissingError` with one line that says so.
     """
     with warnings.catch_warnings():

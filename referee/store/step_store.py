@@ -17,10 +17,7 @@ from sqlalchemy import Table, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from referee.store.errors import is_missing_partition, is_outage
-from referee.store.locks import position_lock_name
-from referee.store.partitions import PartitionMaker
-from referee.store.rows import (
+from referee.processing.rows import (
     DEAD_LETTER_COLUMNS,
     GAME_REVISION_COLUMNS,
     JOURNAL_COLUMNS,
@@ -37,6 +34,9 @@ from referee.store.rows import (
     Term,
     Written,
 )
+from referee.store.errors import is_missing_partition, is_outage
+from referee.store.locks import position_lock_name
+from referee.store.partitions import PartitionMaker
 from referee.store.schema import (
     consumer_positions,
     dead_letters,
@@ -253,8 +253,8 @@ _LOAD_GAMES = (
 # never flattened into a join, so the plan is one index probe a place whatever the journal's
 # statistics say: a join over the whole array let the planner hash it and scan the partition
 # whenever its statistics were missing (a fresh partition before autovacuum's first ANALYZE),
-# 35-65 ms a batch on 150,000 rows instead of 2 (docs/store.md, "Lookups that do not depend
-# on statistics"). UNION keeps each row once however often its place is asked for; each
+# many times the probes' time (docs/store.md, "Lookups that do not depend on statistics").
+# UNION keeps each row once however often its place is asked for; each
 # lookup also asks the prints carried past archived partitions (migration 0010).
 _PRINTS_OF_SEQS = (
     "SELECT j.game_id, j.seq, j.event_id, j.fingerprint"

@@ -17,8 +17,8 @@ import hashlib
 import io
 from pathlib import Path
 
-from referee.processing.replay import replay
 from referee.simulate import SimulationOptions, simulate
+from referee.usecases.replay import replay
 
 LOG_SHA256 = "18f40a005c7d7ec3af1827f1796fb509f8232452bae4256962cf6ff6c259e324"
 VERDICTS_SHA256 = "7e471dada9d4366033d32bb91fc0587c74645b13664d155bb8fbf3c540e03d24"

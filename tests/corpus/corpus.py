@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from referee.processing.replay import replay
 from referee.simulate import SimulationOptions, simulate
+from referee.usecases.replay import replay
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.processing.replay import replay
+from referee.usecases.replay import replay
 
 HERE = Path(__file__).parent
 LOGS = sorted(

@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from referee.contracts.parse import read_envelope
 from referee.contracts.rejection import FileSource
 from referee.processing.outcome import Processed
 from referee.processing.referee import Referee
-from referee.processing.replay import read_log
+from referee.usecases.replay import Records
 from tests.hostile import build
 from tests.integration.conftest import fetch
 from tests.integration.kafka.checks import assert_same_verdicts, stored_verdicts
@@ -38,6 +39,13 @@ NAMES = sorted(build.LOGS)
 
 def log_path(name: str) -> Path:
     return HERE / f"{name}.jsonl"
+
+
+def read_log(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Yields (line number, record) for every line of a log that is not blank, as replay
+    reads it."""
+    with path.open("rb") as f:
+        yield from Records(f)
 
 
 def expectations(name: str) -> dict[int, dict[str, Any]]:

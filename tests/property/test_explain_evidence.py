@@ -70,7 +70,7 @@ from referee.domain.evidence import (
 from referee.domain.rules import Layout, Rules, Scoring, SpinnerArms
 from referee.domain.tiles import Tile, tile
 from referee.domain.verdicts import BlockDeclared, FoulRecorded, GameWon, PointsScored, RoundScored
-from referee.processing.explanations import Explained, Explainer
+from referee.usecases.explanations import Explained, Explainer
 from tests.families import FAMILIES, family_log
 
 # --- the test's own table ----------------------------------------------------------------------

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from referee.cli.errors import UsageError
-from referee.cli.explain import _check_found
+from referee.cli.explain import check_found
 from referee.cli.explain_text import render
 from referee.contracts.explanation import explanation_wire
 from referee.contracts.parse import parse_event
@@ -35,7 +35,7 @@ from referee.contracts.wire import InputEvent
 from referee.domain.events import TileDrawn, TilePlayed
 from referee.domain.secrecy import SPECTATOR, viewer
 from referee.domain.tiles import Tile, sorted_tiles, tile
-from referee.processing.explanations import Explained, Explainer, Request
+from referee.usecases.explanations import Explained, Explainer, Request
 from tests.families import FAMILIES, family_games, game_started
 
 TILE_TEXT = re.compile(r"[\[{](\d+)[,|](\d+)[\]}]")
@@ -113,7 +113,7 @@ def what_a_reader_sees(
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.suppress(UsageError):
             try:
-                _check_found(told, request, "the log")
+                check_found(told, request, "the log")
             except UsageError as failed:
                 err.write(failed.message)
                 raise

@@ -17,8 +17,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.processing.replay import replay
 from referee.simulate import RULE_CHOICES, SimulationOptions, simulate
+from referee.usecases.replay import replay
 
 options = st.builds(
     SimulationOptions,

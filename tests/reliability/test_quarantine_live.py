@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from referee.domain import revisions
-from referee.processing.replay import replay as replay_log
+from referee.usecases.replay import replay as replay_log
 from tests.faults import chosen_play, fault_env, faulty_judge, play_of, with_judge_1
 from tests.integration.conftest import fetch
 from tests.integration.kafka.conftest import Replay, Stack

@@ -56,7 +56,7 @@ def test_a_configured_url_never_needs_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The service with REFEREE_DATABASE_URL (the image, the chart) never imports pgserver."""
-    from referee.cli.store_commands import choose_database
+    from referee.cli.database import choose_database
     from referee.service.settings import Settings
 
     monkeypatch.setitem(sys.modules, "pgserver", None)

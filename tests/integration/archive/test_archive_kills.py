@@ -39,7 +39,7 @@ import asyncio, os, sys
 from datetime import UTC, datetime
 import asyncpg
 from referee.archive import open_archive
-from referee.processing.archiver import archive_before
+from referee.usecases.archiver import archive_before
 
 url, target, before, step, segment = sys.argv[1:]
 

@@ -10,9 +10,7 @@ import asyncio
 import asyncpg
 import pytest
 
-from referee.store.database import create_engine, migrate
-from referee.store.locks import position_lock_name
-from referee.store.rows import (
+from referee.processing.rows import (
     DeadLetterRow,
     Fenced,
     GameVersionRow,
@@ -22,6 +20,8 @@ from referee.store.rows import (
     StepRows,
     VerdictRow,
 )
+from referee.store.database import create_engine, migrate
+from referee.store.locks import position_lock_name
 from referee.store.step_store import PostgresStepStore
 from tests.integration.conftest import create_database, drop_database, fetch
 

@@ -198,9 +198,9 @@ async def test_a_differential_audit_lists_the_games_a_candidate_revision_would_c
     from referee.domain import revisions
     from referee.domain.play_scoring import play_points
     from referee.domain.rules import PlayScoring
-    from referee.processing.audit import audit
     from referee.store.database import create_engine
     from referee.store.views import StoreViews
+    from referee.usecases.audit import audit
 
     await _store_example(migrated_database, EDITION2)
     today = judge_module.judge

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from referee.processing.audit import AuditReport
 from referee.store.database import newest_revision
+from referee.usecases.audit import AuditReport
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "tournament.jsonl"

@@ -9,10 +9,17 @@ import asyncio
 import asyncpg
 import pytest
 
+from referee.processing.rows import (
+    DeadLetterRow,
+    Fenced,
+    JournalRow,
+    PositionRow,
+    StepRows,
+    VerdictRow,
+)
 from referee.store.database import create_engine
 from referee.store.locks import position_lock_name
 from referee.store.outbox_store import RETIRED, PostgresOutboxStore
-from referee.store.rows import DeadLetterRow, Fenced, JournalRow, PositionRow, StepRows, VerdictRow
 from referee.store.step_store import PostgresStepStore
 
 pytestmark = pytest.mark.postgres

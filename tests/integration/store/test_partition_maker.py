@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from referee.processing.rows import Fenced, JournalRow, PositionRow, StepRows
 from referee.store.database import create_engine, migrate, newest_revision
 from referee.store.ddl import LockPatience, LocksBusy
 from referee.store.errors import is_missing_partition
@@ -28,7 +29,6 @@ from referee.store.partitions import (
     PartitionPolicy,
     create_partitions,
 )
-from referee.store.rows import Fenced, JournalRow, PositionRow, StepRows
 from referee.store.step_store import PostgresStepStore
 from tests.integration.conftest import _plain
 

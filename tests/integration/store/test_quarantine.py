@@ -19,14 +19,14 @@ import asyncpg
 import pytest
 
 from referee.domain import revisions
-from referee.processing.audit import audit
-from referee.processing.replay import replay
-from referee.processing.replay_store import replay_into_store
+from referee.processing.rows import Fenced, StepRows, Written
 from referee.simulate import SimulationOptions, simulate
 from referee.store.database import create_engine
-from referee.store.rows import Fenced, StepRows, Written
 from referee.store.step_store import PostgresStepStore
 from referee.store.views import StoreViews
+from referee.usecases.audit import audit
+from referee.usecases.replay import replay
+from referee.usecases.replay_store import replay_into_store
 from tests.faults import chosen_play, faulty_judge, play_of, with_judge_1
 from tests.integration.conftest import fetch
 

@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 
 from referee.domain import revisions
-from referee.processing.replay import replay
-from referee.processing.replay_store import replay_into_store
 from referee.simulate import SimulationOptions, simulate
 from referee.store.database import create_engine
+from referee.usecases.replay import replay
+from referee.usecases.replay_store import replay_into_store
 from tests.integration.conftest import execute, fetch
 from tests.revision2 import with_revision_2
 

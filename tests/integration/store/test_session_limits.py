@@ -11,10 +11,10 @@ import asyncpg
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from referee.processing.rows import Fenced, JournalRow, PositionRow, StepRows
 from referee.service.settings import Settings
 from referee.store.database import SessionLimits, create_engine
 from referee.store.errors import sqlstate
-from referee.store.rows import Fenced, JournalRow, PositionRow, StepRows
 from referee.store.step_store import PostgresStepStore
 from tests.integration.conftest import _plain
 

@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from referee.processing.audit import UNRECORDED_WRITER
 from referee.store.database import known_revisions, newest_revision
+from referee.usecases.audit import UNRECORDED_WRITER
 from tests.integration.conftest import fetch
 from tests.integration.kafka.checks import assert_same_verdicts
 from tests.releases import BY_SCHEMA, EARLIER, ROOT, Builds, newest_schema, python_of, version_of

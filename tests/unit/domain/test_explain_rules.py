@@ -20,8 +20,8 @@ from referee.domain.explain import BLOCK_RULE, FOUL_RULES, POINTS_RULE, game_rul
 from referee.domain.fouls import FoulKind
 from referee.domain.rules import Rules, Scoring
 from referee.domain.verdicts import BlockDeclared, FoulRecorded, GameWon, PointsScored, RoundScored
-from referee.processing.explanations import Explained, Explainer
 from referee.simulate import SimulationOptions, simulate
+from referee.usecases.explanations import Explained, Explainer
 
 ROOT = Path(__file__).resolve().parents[3]
 RULEBOOK = (ROOT / "docs" / "rulebook.md").read_text(encoding="utf-8")

@@ -287,7 +287,7 @@ def test_the_processing_step_journals_and_dead_letters_it_as_the_referee_judges_
 def test_a_worker_shards_a_record_with_a_huge_number_by_its_game() -> None:
     # --workers N sends each line to its game's shard; a line whose envelope holds 1e400
     # must go where the rest of its game goes, or the game's next event is a seq_gap there.
-    from referee.processing.replay import shard_of
+    from referee.usecases.replay import shard_of
 
     plain = b'{"type":"Passed","game_id":"g2","seq":3,"event_id":"x","round":1}'
     huge = b'{"type":"Passed","game_id":"g2","seq":3,"event_id":1e400,"round":1}'

@@ -7,6 +7,7 @@ import uuid
 
 from referee.contracts.rejection import KafkaSource
 from referee.contracts.verdicts import VERDICT_NAMESPACE, encode_canonical, verdict_id
+from referee.processing.ledger import Fingerprint
 from referee.processing.outcome import Outcome
 from tests.unit.edge.edge_helpers import (
     AT,
@@ -45,14 +46,13 @@ def test_the_same_content_written_differently_is_a_duplicate() -> None:
     assert table.one(spaced).outcome is Outcome.DUPLICATE
 
 
-def test_places_settled_to_their_prints_still_tell_duplicates_from_conflicts() -> None:
-    # The store swaps the events a ledger keeps for their prints (GameLedger.settle).
+def test_places_kept_as_their_prints_still_tell_duplicates_from_conflicts() -> None:
+    # The store's step keeps a print where the in-memory replay keeps the record (eager prints).
     table = in_round()
+    table.referee.eager_prints = True
     record = raw(played(3, "ann", [6, 6]))
     first = table.one(record)
     ledger = table.referee.games[GAME]
-    assert ledger.by_seq[3] is record
-    ledger.settle(3, first.event_id, record, first.fingerprint)
     assert ledger.by_seq[3] == first.fingerprint
     assert first.event_id is not None
     assert ledger.by_event_id[first.event_id] == first.fingerprint
@@ -61,6 +61,36 @@ def test_places_settled_to_their_prints_still_tell_duplicates_from_conflicts() -
     assert conflict.outcome is Outcome.REJECTED
     assert conflict.rejection is not None
     assert conflict.rejection.reason.value == "seq_conflict"
+
+
+def test_eager_prints_keep_a_print_in_every_place_a_valid_event_takes() -> None:
+    # The store's step keeps no record in its ledgers: a game's start, a judged rejection
+    # and an event id used again at the next seq each leave their print, as an applied
+    # event does; the outcomes are the in-memory replay's.
+    lazy, eager = FedReferee(), FedReferee()
+    eager.referee.eager_prints = True
+    events = [
+        started(),
+        dealt(),
+        passed(3, "ann", round_number=2),  # wrong_round, at its place
+        played(4, "ann", [6, 6]),
+        {**passed(5, "bob"), "event_id": f"{GAME}-e0004"},  # seq_conflict, at its place
+        played(6, "bob", [6, 5], end="right"),
+    ]
+    for e in events:
+        a, b = lazy.one(e), eager.one(e)
+        assert (a.outcome, a.took_place, a.rejection, a.fingerprint) == (
+            b.outcome,
+            b.took_place,
+            b.rejection,
+            b.fingerprint,
+        )
+    assert eager.referee.tally.rejections == {"seq_conflict": 1, "wrong_round": 1}
+    ledger = eager.referee.games[GAME]
+    assert sorted(ledger.by_seq) == [1, 2, 3, 4, 5, 6]
+    assert all(isinstance(t, Fingerprint) for t in ledger.by_seq.values())
+    assert all(isinstance(t, Fingerprint) for t in ledger.by_event_id.values())
+    assert not any(isinstance(t, Fingerprint) for t in lazy.referee.games[GAME].by_seq.values())
 
 
 def test_a_duplicate_of_an_older_event_is_ignored_later_on() -> None:

@@ -18,11 +18,12 @@ import pytest
 
 from referee.contracts.parse import Unparsed
 from referee.contracts.rejection import KafkaSource
-from referee.processing import appends as appends_module
 from referee.processing import ids as ids_module
+from referee.processing import slices
 from referee.processing.ids import BATCHES
 from referee.processing.ledger import Fingerprint, event_print, fingerprint
 from referee.processing.referee import Referee
+from referee.processing.rows import StepRows
 from referee.processing.step import (
     InputRecord,
     PositionMoved,
@@ -30,7 +31,6 @@ from referee.processing.step import (
     StepResult,
 )
 from referee.simulate import SimulationOptions, simulate
-from referee.store.rows import StepRows
 from tests.fakes import FakeOutageError, FakeRefusalError, FakeStepStore
 
 TOPIC = "game-events"
@@ -357,7 +357,7 @@ async def test_decoding_and_judging_a_batch_give_the_event_loop_its_turns(
     # With no time allowed between yields, the step yields after every record it decodes
     # and every record it judges: a batch of slow records cannot hold the loop (the
     # consumer's heartbeats and the probes run on it).
-    monkeypatch.setattr(appends_module, "YIELD_AFTER", 0.0)
+    monkeypatch.setattr(slices, "YIELD_AFTER", 0.0)
     turns = 0
     stop = asyncio.Event()
 

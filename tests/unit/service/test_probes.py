@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from referee.processing.rows import PositionRow
 from referee.service.batch import Progress
 from referee.service.runtime import Service
 from referee.service.settings import Settings
-from referee.store.rows import PositionRow
 from tests.fakes import FakeBroker, FakeStepStore
 from tests.unit.service.owners import GROUP, TOPIC, Instance, instance, takes_done, tps
 

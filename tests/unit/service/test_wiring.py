@@ -21,13 +21,13 @@ from aiokafka.structs import ConsumerRecord
 from faststream.kafka import TestKafkaBroker
 
 from referee.processing.records import OutboxChunk, PositionMoved
+from referee.processing.rows import PositionRow
 from referee.service.app import Built, build
 from referee.service.batch import BatchHandler
 from referee.service.poll import Polls
 from referee.service.settings import Settings
 from referee.service.takeover import Judged
 from referee.store.database import create_engine
-from referee.store.rows import PositionRow
 from tests.fakes import FakeBroker, FakeStepStore
 from tests.unit.service.owners import GROUP, TOPIC, instance, takes_done, tps
 

@@ -16,10 +16,10 @@ from referee.contracts.rejection import FileSource
 from referee.contracts.verdicts import encode_canonical
 from referee.domain.revisions import NEWEST
 from referee.processing.outcome import Tally
-from referee.processing.replay import Log, Progress, Records, ReplayReport, opened
 from referee.processing.step import InputRecord, ProcessingStep, StepResult
 from referee.store.partitions import PartitionMaker, PartitionPolicy
 from referee.store.step_store import PostgresStepStore
+from referee.usecases.replay import Log, Progress, Records, ReplayReport, opened
 
 REPLAY_GROUP = "replay"
 

@@ -1,7 +1,9 @@
-"""The rows the referee appends and reads, typed: one record type per table.
+"""The rows the engine appends and reads, typed: one record type per table.
 
-Fields are in the tables' column order, and the column lists COPY writes are taken from the
-fields, so a row cannot drift from its table (a test holds each to ``schema.py``).
+They cross the engine's port (``ports.py``): the store implements the port and imports these
+types, the engine imports no store. Fields are in the tables' column order, and the column
+lists COPY writes are taken from the fields, so a row cannot drift from its table (a test
+holds each to ``store/schema.py``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from referee.processing.topics_audit import (
+from referee.usecases.topics_audit import (
     PublishedRecord,
     StoredRow,
     TopicsReport,

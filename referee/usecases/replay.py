@@ -101,12 +101,6 @@ class Records:
         progress(size, number)
 
 
-def read_log(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Yields (line number, record) for every line of a log file that is not blank."""
-    with path.open("rb") as f:
-        yield from Records(f)
-
-
 def opened(log: Log) -> BinaryIO:
     """Returns a log's stream (a file is opened; the caller closes what it opened)."""
     return log.open("rb") if isinstance(log, Path) else log

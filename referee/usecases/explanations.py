@@ -297,7 +297,7 @@ async def explain_store(
     """Yields the chapters of the store's journal, read as the audit reads it: every row in
     arrival order, each judged under the size limit it was judged under. A record the
     referee failed on (``internal_error``) took no place and changed no game: it is passed."""
-    from referee.processing.audit import UNRECORDED_REVISION, source_of
+    from referee.usecases.audit import UNRECORDED_REVISION, source_of
 
     referee = explainer.referee
     pinned = await views.game_revisions()  # each game under its own revision, as audited
