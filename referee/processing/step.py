@@ -338,15 +338,9 @@ class ProcessingStep:
         referee = self.referee
         decoding = time.perf_counter()
         parsed: list[InputEvent | Unparsed] = []
-        parse = referee.parse
-        clock = time.perf_counter
-        slice_end = decoding + slices.YIELD_AFTER
-        for r in fresh:
-            parsed.append(parse(r.raw))
-            if clock() > slice_end:
-                await asyncio.sleep(0)
-                slice_end = clock() + slices.YIELD_AFTER
-        self.observe("decode", clock() - decoding)
+        parse, keep = referee.parse, parsed.append
+        await slices.each(fresh, lambda r: keep(parse(r.raw)))
+        self.observe("decode", time.perf_counter() - decoding)
         placed = {
             g: (r.topic, r.partition)
             for r, p in zip(fresh, parsed, strict=True)
@@ -359,16 +353,15 @@ class ProcessingStep:
             started = time.perf_counter()
             await self._read(parsed, touched, len(fresh))
             loaded = time.perf_counter()
-            processed = result.processed
-            apply = referee.apply
-            slice_end = clock() + slices.YIELD_AFTER
-            for record, event in zip(fresh, parsed, strict=True):
-                processed.append((record, apply(record.raw, record.source, event)))
-                if clock() > slice_end:
-                    await asyncio.sleep(0)
-                    slice_end = clock() + slices.YIELD_AFTER
+            apply, done = referee.apply, result.processed.append
+
+            def judge(pair: tuple[InputRecord, InputEvent | Unparsed]) -> None:
+                record, event = pair
+                done((record, apply(record.raw, record.source, event)))
+
+            await slices.each(zip(fresh, parsed, strict=True), judge)
             judged = time.perf_counter()
-            rows = await self._rows(processed)
+            rows = await self._rows(result.processed)
             self.observe("load", loaded - started)
             self.observe("judge", judged - loaded)
             self.observe("rows", time.perf_counter() - judged)
