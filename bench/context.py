@@ -39,6 +39,7 @@ class Options:
     interpreted: bool = False  # measure this checkout's sources, not the compiled build
     seasons_before: Path | None = None  # absolute: the tree before migration 0010 (seasons)
     seasons_bytes_only: bool = False  # the seasons scenario measures bytes an event only
+    owners_before: Path | None = None  # absolute: the tree the owners scenario compares with
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.context import AB_SECTION, EDITION2_AB, EXPLAIN_SECTION, OWNER_AB
-from bench.sections import ab, cluster, e2e, latency, memory, relay, replay, seasons, store
+from bench.sections import (
+    ab,
+    cluster,
+    e2e,
+    latency,
+    memory,
+    owners,
+    relay,
+    replay,
+    seasons,
+    store,
+)
 from bench.sections.base import Kept, Page, Part, Results, Section
 
 
@@ -34,6 +45,7 @@ SUMMARY: tuple[Section[Any], ...] = (
     e2e.SECTION,
     latency.SECTION,
     cluster.SECTION,
+    owners.SECTION,
     memory.SECTION,
     seasons.SECTION,
 )
@@ -57,6 +69,8 @@ SECTIONS: tuple[Part, ...] = (
     Kept("## 8. `referee explain`", EXPLAIN_SECTION.name, full_only=False),
     cluster.SECTION,
     seasons.SECTION,
+    Kept("## 11. The page of a game and the dispute desk", "desk.md"),
+    owners.SECTION,
     _Notes(),
 )
 """The page's sections, in its order."""

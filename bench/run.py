@@ -5,6 +5,7 @@
     uv run python bench/run.py --ab-before DIR   # end to end only: DIR's code against this one
     uv run python bench/run.py --quick --only replay,store   # some scenarios (names: --help)
     uv run python bench/run.py --only seasons --seasons-before DIR   # DIR: 1b2a141's tree
+    uv run python bench/run.py --only owners --owners-before DIR   # DIR: release 0.1.0's tree
     uv run python -m bench.run ...        # the same
 
 The full run times the compiled build, as the image ships it: mypyc and setuptools come with
@@ -80,6 +81,12 @@ def parse(argv: list[str] | None = None) -> Options:
         action="store_true",
         help="the seasons scenario measures only the bytes an event (live, archived, after)",
     )
+    parser.add_argument(
+        "--owners-before",
+        type=Path,
+        help="the partitions-per-instance scenario (owners) also runs the code of this source "
+        "tree (release 0.1.0's, say), alternating with this checkout's, both interpreted",
+    )
     args = parser.parse_args(argv)
     return Options(
         quick=args.quick,
@@ -92,6 +99,7 @@ def parse(argv: list[str] | None = None) -> Options:
         interpreted=args.interpreted,
         seasons_before=args.seasons_before.resolve() if args.seasons_before else None,
         seasons_bytes_only=args.seasons_bytes_only,
+        owners_before=args.owners_before.resolve() if args.owners_before else None,
     )
 
 

@@ -18,6 +18,7 @@ from bench.scenarios import (
     e2e,
     latency,
     memory,
+    owners,
     relay,
     replay,
     replay2,
@@ -38,5 +39,6 @@ SCENARIOS: dict[str, Scenario] = {
     "memory": memory.run,
     "relay": relay.run,
     "cluster": cluster.run,
+    "owners": owners.run,
     "seasons": seasons.run,
 }

@@ -27,13 +27,14 @@ QUIET_BELOW = 100
 """Offered loads (events/s) below this are a quiet table's."""
 
 
-def phase_lines(load: int, seconds: float, seed: int) -> list[Line]:
-    """(key, value, game id, seq) for load * seconds events of fresh games."""
+def phase_lines(load: int, seconds: float, seed: int, rules: str = "edition1") -> list[Line]:
+    """(key, value, game id, seq) for load * seconds events of fresh games (edition 1's, or
+    ``rules="random"``: the simulator's default mix of every family)."""
     wanted = int(load * seconds)
     # Many games open at once under load; at a quiet rate, a few games played through (so
     # that their rounds end and verdicts are sampled at all).
     many = 50 if load >= QUIET_BELOW else 0
-    options = SimulationOptions(games=wanted // 60 + many, seed=seed, rules="edition1")
+    options = SimulationOptions(games=wanted // 60 + many, seed=seed, rules=rules)
     out = []
     for game_id, line in simulate(options):
         seq = msgspec.json.decode(line)["seq"]
