@@ -206,6 +206,8 @@ REFEREE_MAX_EVENT_BYTES: {{ .Values.config.maxEventBytes | toString | quote }}
 REFEREE_CACHE_GAMES: {{ .Values.config.cacheGames | toString | quote }}
 REFEREE_HTTP_HOST: "0.0.0.0"
 REFEREE_HTTP_PORT: {{ .Values.config.httpPort | toString | quote }}
+REFEREE_HTTP_MAX_CLIENTS: {{ .Values.config.httpMaxClients | toString | quote }}
+REFEREE_HTTP_REQUEST_SECONDS: {{ .Values.config.httpRequestSeconds | toString | quote }}
 REFEREE_LOG_LEVEL: {{ .Values.config.logLevel | quote }}
 REFEREE_READY_REQUIRES_PARTITION: {{ include "referee.readyRequiresPartition" . | quote }}
 REFEREE_PIPELINE: {{ .Values.config.pipeline | toString | quote }}
