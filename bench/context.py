@@ -50,6 +50,7 @@ class Sizes:
     sweep_games: int  # the batch-size sweep log
     batch_sizes: tuple[int, ...]
     loads: tuple[tuple[int, float], ...]  # (events/s offered, seconds)
+    mix_loads: tuple[tuple[int, float], ...]  # the same on the simulator's default mix
     warmup_seconds: float
     memory_games: int
     repeats: int
@@ -62,6 +63,7 @@ FULL = Sizes(
     sweep_games=550,
     batch_sizes=(50, 200, 500, 2000),
     loads=((10, 60.0), (250, 30.0), (1000, 30.0), (4000, 15.0)),
+    mix_loads=((1000, 30.0),),
     warmup_seconds=5.0,
     memory_games=100_000,
     repeats=3,
@@ -72,6 +74,7 @@ QUICK = Sizes(
     sweep_games=60,
     batch_sizes=(50, 500),
     loads=((250, 4.0), (1000, 4.0)),
+    mix_loads=((1000, 4.0),),
     warmup_seconds=1.0,
     memory_games=5_000,
     repeats=1,

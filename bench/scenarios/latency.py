@@ -208,18 +208,21 @@ async def measure_phase(
 
 
 async def run(ctx: Context) -> None:
-    """One ``referee serve`` fed a warm-up then each offered load of ``Sizes.loads``."""
+    """One ``referee serve`` fed a warm-up, each offered load of ``Sizes.loads`` (edition 1's
+    games), then each of ``Sizes.mix_loads`` (the simulator's default mix of every family)."""
     say("4a. latency vs offered load")
     topics = fresh_topics()
     await make_topics(ctx, [topics.input, topics.verdicts, topics.dlq])
     url = await fresh_database(ctx, "latency", migrate=True)
-    phases = [(0, ctx.sizes.warmup_seconds, 500)] + [
-        (i + 1, seconds, load) for i, (load, seconds) in enumerate(ctx.sizes.loads)
+    loads = [(load, seconds, "edition1") for load, seconds in ctx.sizes.loads]
+    loads += [(load, seconds, "random") for load, seconds in ctx.sizes.mix_loads]
+    phases = [(0, ctx.sizes.warmup_seconds, 500, "edition1")] + [
+        (i + 1, seconds, load, rules) for i, (load, seconds, rules) in enumerate(loads)
     ]
     prepared = [
-        (phase, load, lines, verdicts_of(lines))
-        for phase, seconds, load in phases
-        for lines in [phase_lines(load, seconds, 900 + phase)]
+        (phase, load, rules, lines, verdicts_of(lines))
+        for phase, seconds, load, rules in phases
+        for lines in [phase_lines(load, seconds, 900 + phase, rules)]
     ]
     served = await start_serve(ctx, url, topics, name="latency")
     watcher = VerdictWatcher(ctx, topics.verdicts)
@@ -231,16 +234,17 @@ async def run(ctx: Context) -> None:
     rows = []
     try:
         await asyncio.sleep(1.0)
-        for phase, load, lines, expected in prepared:
+        for phase, load, rules, lines, expected in prepared:
             row = await measure_phase(
                 served, watcher, producer, topics.input, load, lines, expected
             )
             if phase == 0:
                 say(f"   warm-up done ({row['verdicts']} verdicts)")
                 continue
+            row["log"] = "mix" if rules == "random" else "edition1"
             rows.append(row)
             say(
-                f"   {load}/s: p50 {row['p50']:.0f} ms, p99 {row['p99']:.0f} ms "
+                f"   {load}/s ({row['log']}): p50 {row['p50']:.0f} ms, p99 {row['p99']:.0f} ms "
                 f"({row['verdicts']}/{expected} verdicts)"
             )
             await asyncio.sleep(1.0)

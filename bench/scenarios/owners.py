@@ -16,6 +16,7 @@ many partitions.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -45,6 +46,18 @@ BURST = 60_000
 LAYOUTS = ((1, 1), (1, 4), (1, 16), (1, 64), (2, 16), (4, 16))
 """(instances, partitions)."""
 QUICK_LAYOUTS = ((1, 4), (1, 16))
+
+
+def tree_commit(tree: Path) -> str:
+    """The commit a tree is checked out at (its short hash; its name when not a checkout):
+    the report names the code compared, never a path of this machine."""
+    found = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return found.stdout.strip() if found.returncode == 0 else tree.name
 
 
 async def settle(served: list[Served], seconds: float = 3.0) -> None:
@@ -200,7 +213,7 @@ async def run(ctx: Context) -> None:
                 ]
             )
     ctx.results["owners"] = {
-        "before": str(ctx.options.owners_before) if ctx.options.owners_before else None,
+        "before": tree_commit(ctx.options.owners_before) if ctx.options.owners_before else None,
         "runs": runs,
     }
     ctx.note(

@@ -37,6 +37,8 @@ class Load(msgspec.Struct, frozen=True):
     max: float
     stages: Stages | None = None
     split: Split | None = None
+    log: str = "edition1"
+    """``edition1`` (edition 1's games) or ``mix`` (the simulator's default mix)."""
 
 
 class Sweep(msgspec.Struct, frozen=True):
@@ -66,14 +68,15 @@ def rows(both: LatencyAndSweep) -> list[str]:
     """Its summary rows: p50 and p99 against their targets at 1,000 and 4,000 events/s."""
     out = []
     for at in both.latency or []:
-        p50_most = 15 if at.load == 1000 else None
-        p99_most = {1000: 50, 4000: 100}.get(at.load)
+        mix = at.log == "mix"
+        p50_most = 15 if at.load == 1000 and not mix else None
+        p99_most = ({1000: 30} if mix else {1000: 50, 4000: 100}).get(at.load)
         wanted = [f"p50 <= {p50_most} ms"] if p50_most else []
         wanted += [f"p99 <= {p99_most} ms"] if p99_most else []
         met = (p50_most is None or at.p50 <= p50_most) and (p99_most is None or at.p99 <= p99_most)
         status = ("**met**" if met else "**not met**") if wanted else ""
         out.append(
-            f"| 4. latency at {at.load:,} events/s |"
+            f"| 4. latency at {at.load:,} events/s{' on the mix' if mix else ''} |"
             f" {', '.join(wanted) or '(reported)'} | p50 {at.p50:.0f} ms,"
             f" p99 {at.p99:.0f} ms | | | {status} |"
         )
@@ -90,6 +93,13 @@ def section(both: LatencyAndSweep, page: Page) -> list[str]:
     return out
 
 
+_LOGS = {"edition1": "edition 1", "mix": "mix"}
+
+
+def _label(x: Load, unit: str = "") -> str:
+    return f"{x.load:,}{unit}" + (" (mix)" if x.log == "mix" else "")
+
+
 def _latency(lat: list[Load], page: Page) -> list[str]:
     out = [
         (
@@ -103,16 +113,22 @@ def _latency(lat: list[Load], page: Page) -> list[str]:
             " At 10 events/s (a few games played through, so that rounds end) every record"
             " is alone in its batch and the consumer idles between records: what a quiet"
             " table waits."
+            + (
+                " The loads marked mix are on the simulator's default mix of every family"
+                " (`referee simulate`'s default), the heavier log users run."
+                if any(x.log == "mix" for x in lat)
+                else ""
+            )
         ),
         "",
         (
-            "| offered events/s | achieved | duration | verdicts sampled | p50 ms | p99 ms |"
-            " max ms |"
+            "| offered events/s | log | achieved | duration | verdicts sampled | p50 ms |"
+            " p99 ms | max ms |"
         ),
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
     out += [
-        f"| {x.load:,} | {x.achieved:,.0f} | {x.events / x.load:.0f} s |"
+        f"| {x.load:,} | {_LOGS[x.log]} | {x.achieved:,.0f} | {x.events / x.load:.0f} s |"
         f" {x.verdicts:,} of {x.expected:,} | {x.p50:.0f} | {x.p99:.0f} | {x.max:.0f} |"
         for x in lat
     ]
@@ -138,7 +154,7 @@ def _latency(lat: list[Load], page: Page) -> list[str]:
             "|---|---|---|---|",
         ]
         out += [
-            f"| {x.load:,} | {t.p50_before:.0f} / {t.p99_before:.0f} |"
+            f"| {_label(x)} | {t.p50_before:.0f} / {t.p99_before:.0f} |"
             f" {t.p50_after:.0f} / {t.p99_after:.0f} |"
             f" {t.slowest_before:.0f} / {t.slowest_after:.0f} |"
             for x, t in zip(lat, splits, strict=True)
@@ -151,7 +167,7 @@ def _latency(lat: list[Load], page: Page) -> list[str]:
                 "From `referee_stage_seconds{stage}` and the latency histograms of the same"
                 " runs (scraped before and after each load), mean milliseconds."
             ),
-            {f"{x.load:,}/s": x.stages or {} for x in lat},
+            {_label(x, "/s"): x.stages or {} for x in lat},
         )
     return out
 
@@ -205,7 +221,7 @@ def plot(both: LatencyAndSweep, img: Path) -> list[str]:
         fig.savefig(img / "throughput_vs_batch.png", dpi=110)
         plt.close(fig)
         made.append("throughput_vs_batch.png")
-    rows = both.latency
+    rows = [r for r in both.latency or [] if r.log == "edition1"]
     if rows:
         loads = [r.load for r in rows]
         fig, ax = plt.subplots(figsize=(6, 4))

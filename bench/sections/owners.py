@@ -123,7 +123,7 @@ def section(owners: Owners, page: Page) -> list[str]:  # noqa: ARG001 - every se
             f"Each layout at {owners.runs[0].load:,} events/s in total, on fresh topics and a"
             " fresh database its code migrated; the codes alternate (before, after, then after,"
             " before, ...), both interpreted from their sources"
-            + (f" (before: `{owners.before}`, release 0.1.0)" if owners.before else "")
+            + (f" (before: release 0.1.0, commit `{owners.before}`)" if owners.before else "")
             + ". p50/p99: every verdict of the 20 s steady phase, from its cause's production to"
             " its reading (`read_committed`). CPU: milliseconds of the broker, of PostgreSQL (all"
             " its processes) and of the referees (their children included) per 1,000 events of"
