@@ -117,6 +117,8 @@ class Owned:
     task: asyncio.Task[None] | None = None
     """The take in progress (shared by the partitions of one assignment), or the refused
     partition's retries."""
+    since: float = 0.0
+    """When its take began (``time.monotonic``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +323,9 @@ class Partitions:
             problems.append("not yet assigned by the consumer group")
         elif not self.owned and self.ready_requires_partition:
             problems.append("no partitions assigned")
+        taking = self.taking()
+        if taking:
+            problems.append(f"taking partitions {', '.join(map(str, taking))}")
         problems += [
             f"partition {p} refused: {owned.refused}"
             for p, owned in sorted(self.owned.items())
@@ -334,6 +339,16 @@ class Partitions:
                 f"the publisher cannot publish for {now - since:.0f} s: {health.last_error}"
             )
         return problems
+
+    def taking(self) -> list[int]:
+        """The partitions whose take is under way (not consumed yet)."""
+        return sorted(p for p, o in self.owned.items() if o.state is State.TAKING)
+
+    def taking_since(self) -> float | None:
+        """When the oldest take under way began (None: none is)."""
+        return min(
+            (o.since for o in self.owned.values() if o.state is State.TAKING), default=None
+        )
 
     def alive_at(self) -> float:
         """When the publisher's loop last came round (now, with no partition)."""
@@ -385,6 +400,7 @@ class Partitions:
             self.step.discard((topic, p), self.polls.count)
             one = self.owned.setdefault(p, Owned(p))
             one.state = State.TAKING
+            one.since = time.monotonic()
             owned.append(one)
         task = asyncio.create_task(self._take(owned), name=f"take-{partitions}")
         for one in owned:

@@ -117,8 +117,9 @@ class Service:
         """Checks that the consumer loop and the publishers are not stuck.
 
         The consumer is stuck when records wait on its partitions but no batch has committed
-        for ``liveness_stall_seconds``, or when it has not joined its group that long after
-        the start (a join that never completes leaves an instance that holds nothing and
+        for ``liveness_stall_seconds``, when a partition's take (its term, fence and checks,
+        before it is consumed) has gone on that long, or when it has not joined its group
+        that long after the start (a join that never completes leaves an instance that holds nothing and
         does nothing); a publisher when its loop has not come round for as long (one that
         cannot publish retries, and comes round between its tries).
         """
@@ -136,6 +137,13 @@ class Service:
             problems.append(
                 f"consumer stuck: {waiting} records wait and no batch committed for "
                 f"{now - last_commit:.0f} s"
+            )
+        taking_since = self.partitions.taking_since()
+        if taking_since is not None and now - taking_since > bound:
+            problems.append(
+                f"consumer stuck: the take of partitions "
+                f"{', '.join(map(str, self.partitions.taking()))} has gone on for "
+                f"{now - taking_since:.0f} s (nothing of them consumed)"
             )
         alive_at = self.partitions.alive_at()
         if now - alive_at > bound:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -119,4 +120,24 @@ async def test_not_ready_while_added_input_partitions_wait() -> None:
         "the input topic 'events' has 8 partitions, the referee judges it under 4"
     )
     assert await readiness_problems(s) == a.partitions.draining
+    await a.partitions.stop()
+
+
+async def test_not_ready_while_a_take_is_under_way_and_stuck_when_it_goes_on_too_long() -> None:
+    store = FakeStepStore()
+    s, a = service(store, liveness_stall_seconds=5)
+    lock = store._locks[GROUP, TOPIC, 0]  # the partition's lock, as a batch in flight holds it
+    await lock.acquire()
+    await a.partitions.assigned(tps(0))
+    await asyncio.sleep(0.05)
+    assert await readiness_problems(s) == "taking partitions 0"
+    assert (await s.liveness())[0], "a take that has just begun is not stuck"
+    a.partitions.owned[0].since = time.monotonic() - 30
+    alive, why = await s.liveness()
+    assert not alive
+    assert why.startswith("consumer stuck: the take of partitions 0 has gone on for 30 s")
+    lock.release()
+    await takes_done(a.partitions)
+    assert await readiness_problems(s) == "ready"
+    assert (await s.liveness())[0]
     await a.partitions.stop()
