@@ -120,8 +120,8 @@ class Service:
         for ``liveness_stall_seconds``, when a partition's take (its term, fence and checks,
         before it is consumed) has gone on that long, or when it has not joined its group
         that long after the start (a join that never completes leaves an instance that holds
-        nothing and does nothing); a publisher when its loop has not come round for as long (one that
-        cannot publish retries, and comes round between its tries).
+        nothing and does nothing); a publisher when its loop has not come round for as long
+        (one that cannot publish retries, and comes round between its tries).
         """
         bound = self.settings.liveness_stall_seconds
         now = time.monotonic()
