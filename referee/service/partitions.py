@@ -346,9 +346,7 @@ class Partitions:
 
     def taking_since(self) -> float | None:
         """When the oldest take under way began (None: none is)."""
-        return min(
-            (o.since for o in self.owned.values() if o.state is State.TAKING), default=None
-        )
+        return min((o.since for o in self.owned.values() if o.state is State.TAKING), default=None)
 
     def alive_at(self) -> float:
         """When the publisher's loop last came round (now, with no partition)."""
