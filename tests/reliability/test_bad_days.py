@@ -421,7 +421,7 @@ async def test_a_frozen_owner_woken_after_another_took_its_partitions_writes_and
         await verify(stack, log, tmp_path, figures)
         figures["lost_partitions_seen"] = count_in_logs(stack, "given up until the group")
         figures["fenced_publishers_stopped"] = count_in_logs(
-            stack, "fenced by the partition's new owner"
+            stack, "publisher fenced by a partition's new owner"
         )
         taken = [
             line

@@ -89,7 +89,7 @@ async def test_crash_loop_sigkill_at_random_moments(
         await verify(stack, log, tmp_path, figures)
         figures["final_catch_up_s"] = round(time.monotonic() - started, 1)
     finally:
-        figures["fencing_reseeks"] = count_in_logs(stack, "partition moved on")
+        figures["fencing_reseeks"] = count_in_logs(stack, "partition not as known")
         figures["batch_failures"] = count_in_logs(stack, "batch failed")
         figures["peak_rss_mb"] = await rss.stop()
         await store.close()

@@ -104,10 +104,12 @@ async def test_rebalance_storm(make_stack: MakeStack, simulated: Simulated, tmp_
         figures["after_storm_to_caught_up_s"] = round(time.monotonic() - settle, 1)
         # -15: the SIGTERM came before the app installed its handler (still starting up)
         assert all(code in (0, -15) for code in exit_codes), f"a SIGTERM stop failed: {exit_codes}"
+        # every join moved partitions: each was taken (a term, a fence, its tails read)
+        assert count_in_logs(stack, '"message": "partition taken"') >= figures["joins"]
     finally:
-        figures["fencing_reseeks"] = count_in_logs(stack, "partition moved on")
-        figures["publisher_resumes"] = count_in_logs(stack, "publisher resumes")
-        figures["publishers_fenced"] = count_in_logs(stack, "publisher fenced")
+        figures["fencing_reseeks"] = count_in_logs(stack, "partition not as known")
+        figures["partitions_taken"] = count_in_logs(stack, '"message": "partition taken"')
+        figures["publishers_fenced"] = count_in_logs(stack, "publisher fenced by a partition's new owner")
         figures["batch_failures"] = count_in_logs(stack, "batch failed")
         figures["peak_rss_mb"] = await rss.stop()
         figures.emit()

@@ -203,8 +203,8 @@ async def test_severed_owner_sessions_and_fenced_publishers_publish_nothing_twic
                     n - 1 for n in ids.values() if n > 1
                 )
     finally:
-        figures["publisher_resumes"] = count_in_logs(stack, "publisher resumes")
-        figures["publisher_fenced"] = count_in_logs(stack, "publisher fenced")
+        figures["partitions_taken"] = count_in_logs(stack, '"message": "partition taken"')
+        figures["publisher_fenced"] = count_in_logs(stack, "publisher fenced by a partition's new owner")
         figures["publisher_failures"] = count_in_logs(stack, "publisher failed")
         figures["batch_failures"] = count_in_logs(stack, "batch failed")
         figures["peak_rss_mb"] = await rss.stop()
