@@ -246,8 +246,18 @@ class PartitionOutbox:
         """Chunks were dropped (too many pending) while the store was being read."""
         self.reading: int | None = None
         """While it catches up from the store: the stored position read first."""
+        self.read: asyncio.Task[Page] | None = None
+        """The page of the store being read for it (off the transactions' path: the other
+        partitions' rows are published meanwhile), or read and not yet published."""
         self.saved_at = time.monotonic()
         self.unsaved_rows = 0
+
+    def forget_read(self) -> None:
+        """Drops the page being read (its cursors are read again, or it is no longer
+        published here)."""
+        if self.read is not None:
+            self.read.cancel()
+            self.read = None
 
     def offer(self, chunk: OutboxChunk) -> bool:
         """Keeps what a committed transaction appended; says whether the publisher has work."""
@@ -288,6 +298,23 @@ class PartitionOutbox:
                     oldest = max(oldest, now - at)
             found[name] = (rows, oldest)
         return found
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page of the store's rows of one partition, past its cursors as they were when it
+    was read."""
+
+    reading: int
+    """The stored position read first (the partition goes on from it once a page is short)."""
+    after: dict[str, int]
+    """Each outbox's cursor position the page was read after."""
+    rows: dict[str, list[OutboxRow]]
+    done: bool
+    """Short for every outbox: nothing past it up to ``reading``."""
+
+    def count(self) -> int:
+        return sum(len(r) for r in self.rows.values())
 
 
 class Batch:
@@ -365,6 +392,9 @@ class Publisher:
     def add(self, partition: int, epoch: int, cursors: dict[str, Cursor]) -> None:
         """Publishes a partition under its term from these cursors on (its new owner read them
         from the topics once the previous owner was fenced)."""
+        old = self.partitions.get(partition)
+        if old is not None:
+            old.forget_read()
         self.partitions[partition] = PartitionOutbox(
             partition, cursors, self.publishing.max_pending_rows
         )
@@ -378,7 +408,9 @@ class Publisher:
         gone = set(partitions)
         async with self._idle:
             for p in gone:
-                self.partitions.pop(p, None)
+                outbox = self.partitions.pop(p, None)
+                if outbox is not None:
+                    outbox.forget_read()
                 self.epochs.pop(p, None)
             await self._idle.wait_for(lambda: not (self._sending & gone))
 
@@ -504,7 +536,7 @@ class Publisher:
     async def _pump(self) -> None:
         """One transaction of the rows in hand of every partition (pending chunks that follow
         on, pages of the store for those catching up); waits for some when there are none."""
-        batch = await self._collect()
+        batch = self._collect()
         if not batch.rows and not batch.through:
             self._wake.clear()
             if not self._stopping.is_set() and not self._needs_store():
@@ -525,11 +557,14 @@ class Publisher:
         await self._save_checkpoints(force=False)
 
     def _needs_store(self) -> bool:
-        return any(o.through is None for o in self.partitions.values())
+        """Some partition must read the store and no read of it is under way."""
+        return any(o.through is None and o.read is None for o in self.partitions.values())
 
-    async def _collect(self) -> Batch:
+    def _collect(self) -> Batch:
         """The rows of the next transaction: each partition's pending chunks that follow on
-        from what is published, or a page of the store for a partition that must read it."""
+        from what is published, or the page of the store read for a partition that must read
+        it (a read is started, off this path, when none is under way: a partition catching up
+        never holds the others' rows back)."""
         p = self.publishing
         batch = Batch()
         room = p.transaction_rows
@@ -542,7 +577,7 @@ class Publisher:
                 break
             outbox.drop_covered()
             if outbox.through is None:
-                room -= await self._read_page(outbox, batch, min(p.page, room))
+                room -= self._take_page(outbox, batch, room)
                 continue
             through = outbox.through
             while outbox.pending and outbox.pending[0][1].after == through and room > 0:
@@ -570,32 +605,60 @@ class Publisher:
                 outbox.through = None
         return batch
 
-    async def _read_page(self, outbox: PartitionOutbox, batch: Batch, limit: int) -> int:
-        """Adds a page of the store's rows past the cursors of a partition that must read
-        them; once a read comes back short for both outboxes, the partition goes on from the
-        stored position read first. Returns how many rows it added."""
+    def _take_page(self, outbox: PartitionOutbox, batch: Batch, room: int) -> int:
+        """Adds the page read for a partition that must read the store, once it is read and
+        fits (else starts its read, when none is under way); once a page comes back short for
+        every outbox, the partition goes on from the stored position read first. Returns how
+        many rows it added."""
+        task = outbox.read
+        if task is None:
+            if outbox.reading is None:
+                outbox.dropped = False
+            after = {o.name: outbox.cursors[o.name].position for o in self.publishing.outboxes}
+            task = asyncio.create_task(
+                self._read_page(outbox.partition, outbox.reading, after),
+                name=f"publisher-read-{outbox.partition}",
+            )
+            task.add_done_callback(self._read_done)
+            outbox.read = task
+            return 0
+        if not task.done():
+            return 0
+        page = task.result()  # a failed read fails the pump, which tries again
+        if page.count() > room and batch.rows:
+            return 0  # in the next transaction
+        outbox.read = None
+        if any(outbox.cursors[name].position != after for name, after in page.after.items()):
+            return 0  # the cursors moved since (read again)
+        outbox.reading = page.reading
+        for o in self.publishing.outboxes:
+            batch.add(outbox.partition, o, page.rows[o.name])
+        if page.done:
+            batch.through[outbox.partition] = page.reading
+        return page.count()
+
+    def _read_done(self, task: asyncio.Task[Page]) -> None:
+        if not task.cancelled():
+            task.exception()  # retrieved here; raised where the page is taken
+        self._wake.set()
+
+    async def _read_page(self, partition: int, reading: int | None, after: dict[str, int]) -> Page:
+        """Reads a page of the store's rows of a partition past ``after`` (each outbox's
+        cursor), and first, when not known yet, the stored position it goes on from."""
         p = self.publishing
-        if outbox.reading is None:
-            outbox.reading = await p.store.stored_position(p.group_id, p.topic, outbox.partition)
-            outbox.dropped = False
-        reading = time.perf_counter()
-        added = 0
+        if reading is None:
+            reading = await p.store.stored_position(p.group_id, p.topic, partition)
+        started = time.perf_counter()
+        rows: dict[str, list[OutboxRow]] = {}
         done = True
         for o in p.outboxes:
-            after = max(
-                outbox.cursors[o.name].position,
-                max((r.position for r in batch.rows.get((outbox.partition, o), ())), default=0),
-            )
-            rows = await p.store.rows_after(o.name, p.topic, outbox.partition, after, limit)
-            if len(rows) == limit:
-                rows = _whole_records(rows)
+            found = await p.store.rows_after(o.name, p.topic, partition, after[o.name], p.page)
+            if len(found) == p.page:
+                found = _whole_records(found)
                 done = False
-            batch.add(outbox.partition, o, rows)
-            added += len(rows)
-        p.metrics.observe_stage("relay_read", time.perf_counter() - reading)
-        if done:
-            batch.through[outbox.partition] = outbox.reading
-        return added
+            rows[o.name] = found
+        p.metrics.observe_stage("relay_read", time.perf_counter() - started)
+        return Page(reading, after, rows, done)
 
     async def _transaction(self, batch: Batch) -> None:
         """Publishes a batch in one Kafka transaction, each row to its partition's number.
@@ -810,6 +873,7 @@ class Publisher:
         for outbox in self.partitions.values():
             outbox.through = None
             outbox.reading = None
+            outbox.forget_read()
         if producer is None:
             return not self._open_transaction
         if self._open_transaction:

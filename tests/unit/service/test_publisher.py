@@ -192,6 +192,37 @@ async def test_a_chunk_that_does_not_follow_on_makes_the_publisher_read_the_stor
     assert cluster.all_published((0,))
 
 
+async def test_a_partition_reading_the_store_never_holds_the_others_rows_back() -> None:
+    """Partition 1 has a backlog its new owner reads from the store, and the store's reads of
+    it are held: partition 0's rows are published from memory meanwhile, and partition 1's
+    once its read comes back, nothing twice."""
+    cluster = Cluster()
+    a = await cluster.owner("a")
+    a.publisher.partitions.clear()  # it stops publishing, its step goes on: a backlog
+    await judge(a.step, [r for r in STREAM if r.partition == 1], 30)
+    await a.partitions.stop()
+    gate = asyncio.Event()
+    rows_after = cluster.store.rows_after
+
+    async def held(outbox: str, topic: str, partition: int, after: int, limit: int) -> object:
+        if partition == 1:
+            await gate.wait()
+        return await rows_after(outbox, topic, partition, after, limit)
+
+    cluster.store.rows_after = held  # type: ignore[method-assign,assignment]
+    b = await cluster.owner("b")
+    await judge(b.step, P0, 30)
+    await eventually(lambda: cluster.published(VERDICTS.topic, 0) == cluster.stored("verdicts", 0))
+    assert cluster.stored("verdicts", 0), "partition 0 published while 1 reads"
+    assert cluster.published(VERDICTS.topic, 1) == [], "partition 1's read still held"
+    assert b.publisher.partitions[1].read is not None
+    gate.set()
+    await eventually(cluster.all_published)
+    positions = [(t, p, pos) for t, p, _, _, pos, _ in cluster.broker.committed]
+    assert len(positions) == len(set(positions)), "nothing twice"
+    await b.partitions.stop()
+
+
 async def test_the_previous_owner_is_fenced_mid_transaction_and_never_fences_back() -> None:
     """Instance a holds a commit at a gate; b takes the partition (its term first, then a's
     transactional id fenced) and publishes everything; a's commit is refused, a finds its
