@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from referee.contracts.parse import DEFAULT_MAX_EVENT_BYTES, Unparsed
@@ -222,6 +223,19 @@ class ProcessingStep:
         """Waits for the batch in flight to be written (raises as ``submit`` does)."""
         async with self._lock:
             await self._settle()
+
+    @asynccontextmanager
+    async def settled(self) -> AsyncIterator[Exception | None]:
+        """Settles the batch in flight and holds the step's writes back until the block ends:
+        inside it the store holds of the step's partitions what ``committed`` says. Yields
+        the settling's failure, if any (the batch's effects undone: ``committed`` stays)."""
+        async with self._lock:
+            failure: Exception | None = None
+            try:
+                await self._settle()
+            except Exception as exc:  # noqa: BLE001 - the caller says what it does with it
+                failure = exc
+            yield failure
 
     def _kept_records(self, records: list[InputRecord], received: int) -> list[InputRecord]:
         """The batch without the records of partitions discarded up to its number."""

@@ -235,7 +235,16 @@ class Partitions:
             wanted = set(partitions)
             before = set(self.owned)
             await self._give_back([p for p in self.owned if p not in wanted])
-            kept = await self._still_held([p for p in partitions if p in self.owned])
+            # the handler may have put a batch in flight since the revocation settled the
+            # step: settled, and the step's writes held back, the store says of a partition
+            # this instance ran what the step knows (else a kept partition is taken again)
+            async with self.step.settled() as failure:
+                if failure is not None:
+                    log.warning(
+                        "a batch in flight failed at the rebalance (its records are read again)",
+                        extra={"error": f"{type(failure).__name__}: {failure}"},
+                    )
+                kept = await self._still_held([p for p in partitions if p in self.owned])
             new = []
             for p in partitions:
                 tp = TopicPartition(topic, p)

@@ -323,6 +323,26 @@ async def test_a_partition_given_back_is_published_no_more_and_the_others_go_on(
     await a.partitions.stop()
 
 
+async def test_a_partition_kept_with_a_batch_in_flight_at_a_rebalance_is_not_taken_again() -> None:
+    # the handler puts a batch in flight after the revocation settled the step: the store has
+    # its positions before the step has settled them; the partition is still this owner's
+    cluster = Cluster()
+    a = await cluster.owner()
+    try:
+        epochs = {p: o.epoch for p, o in a.partitions.owned.items()}
+        await a.partitions.revoked(tps(0, 1))
+        await a.step.submit(STREAM[:40])
+        await eventually(lambda: bool(cluster.store.positions))
+        await a.partitions.assigned(tps(0, 1))
+        states = {p: o.state.value for p, o in a.partitions.owned.items()}
+        assert states == {0: "running", 1: "running"}
+        assert {p: o.epoch for p, o in a.partitions.owned.items()} == epochs, "taken again"
+        await a.step.process(STREAM[40:])
+        await eventually(cluster.all_published)
+    finally:
+        await a.partitions.stop()
+
+
 def test_the_transactional_prefix_defaults_to_one_per_group() -> None:
     assert Settings(group_id="prod").relay_transactional_id == "referee-relay.prod"
     assert Settings(relay_transactional_id="mine").relay_transactional_id == "mine"
